@@ -1,0 +1,126 @@
+//! Edits as byte ranges of the original text, grouped into all-or-nothing
+//! fixes, applied by copying slices of the original into a new buffer.
+
+/// Replace `start..end` of the original with `replacement` (an insertion when
+/// the range is empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub start: usize,
+    pub end: usize,
+    pub replacement: String,
+}
+
+impl Edit {
+    pub fn insert(at: usize, text: impl Into<String>) -> Edit {
+        Edit {
+            start: at,
+            end: at,
+            replacement: text.into(),
+        }
+    }
+
+    fn overlaps(&self, other: &Edit) -> bool {
+        // Two insertions at one point, or an insertion at a replacement's
+        // edge, do not overlap; ranges that share bytes do.
+        self.start < other.end && other.start < self.end
+    }
+}
+
+/// The edits that fence one hook; applied whole or not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fix {
+    pub edits: Vec<Edit>,
+}
+
+/// The result of applying fixes to a text.
+#[derive(Debug)]
+pub struct Applied {
+    pub text: String,
+    /// Indices of fixes that were skipped because they overlap an earlier one.
+    pub skipped: Vec<usize>,
+}
+
+/// Applies `fixes` in order: a fix whose edits overlap an already accepted
+/// edit is skipped (and reported by index); byte-identical edits shared by
+/// several fixes (the `import torch` line) are applied once. Among edits at
+/// the same offset, the earlier-accepted comes first.
+pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
+    let mut accepted: Vec<(usize, &Edit)> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut sequence = 0;
+    for (index, fix) in fixes.iter().enumerate() {
+        let fresh: Vec<&Edit> = fix
+            .edits
+            .iter()
+            .filter(|e| !accepted.iter().any(|(_, a)| *a == *e))
+            .collect();
+        if fresh
+            .iter()
+            .any(|e| accepted.iter().any(|(_, a)| a.overlaps(e)))
+        {
+            skipped.push(index);
+            continue;
+        }
+        for edit in fresh {
+            accepted.push((sequence, edit));
+            sequence += 1;
+        }
+    }
+    accepted.sort_by_key(|(seq, edit)| (edit.start, edit.end, *seq));
+    let mut out = String::with_capacity(text.len() + 64 * accepted.len());
+    let mut cursor = 0;
+    for (_, edit) in accepted {
+        out.push_str(&text[cursor..edit.start]);
+        out.push_str(&edit.replacement);
+        cursor = edit.end;
+    }
+    out.push_str(&text[cursor..]);
+    Applied { text: out, skipped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_edits_apply_once_and_order_is_stable() {
+        let import = Edit::insert(0, "import torch\n");
+        let fixes = vec![
+            Fix {
+                edits: vec![import.clone(), Edit::insert(6, "@d\n")],
+            },
+            Fix {
+                edits: vec![import, Edit::insert(20, "@d\n")],
+            },
+        ];
+        let applied = apply("x = 1\ndef f(): pass\n", &fixes);
+        assert_eq!(applied.text, "import torch\nx = 1\n@d\ndef f(): pass\n@d\n");
+        assert!(applied.skipped.is_empty());
+    }
+
+    #[test]
+    fn overlapping_fix_is_skipped_whole() {
+        let fixes = vec![
+            Fix {
+                edits: vec![Edit {
+                    start: 0,
+                    end: 3,
+                    replacement: "abc".into(),
+                }],
+            },
+            Fix {
+                edits: vec![
+                    Edit::insert(5, "!"),
+                    Edit {
+                        start: 2,
+                        end: 4,
+                        replacement: "zz".into(),
+                    },
+                ],
+            },
+        ];
+        let applied = apply("0123456", &fixes);
+        assert_eq!(applied.text, "abc3456");
+        assert_eq!(applied.skipped, vec![1]);
+    }
+}

@@ -1,0 +1,991 @@
+//! Per-file facts: the classes a file defines, every hook candidate in it (a
+//! protocol method or a function handed to a register call), how each is
+//! already fenced, where a fence would go, and the evidence that it does
+//! offload work. Patterns come from `queries/`; Python meaning (imports,
+//! scoping, what counts as a fence) is resolved here.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
+
+use crate::error::Position;
+use crate::queries::QUERIES;
+use crate::source::{indentation_at, line_ending_at, line_start, next_line_start, text_position};
+
+/// Decorators that must stay outermost: the fence goes directly below them.
+const OUTERMOST_DECORATORS: &[&str] =
+    &["staticmethod", "classmethod", "property", "cached_property"];
+
+/// A class statement, for the cross-file class index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassFact {
+    pub name: String,
+    /// Bases as written, dotted (`accelerate.hooks.ModelHook`).
+    pub bases: Vec<String>,
+}
+
+/// How a candidate is already fenced, if it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FenceState {
+    Unfenced,
+    /// Fenced; the text says how (`@torch.compiler.disable()`).
+    Fenced(String),
+    /// A commented-out disable decorator stands right above it.
+    OptedOut {
+        line: usize,
+    },
+}
+
+/// Where a fence goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A `def`: a decorator line inserted at `insert_at` (a line start).
+    Def {
+        insert_at: usize,
+        indent: String,
+        line_ending: &'static str,
+    },
+    /// A lambda, wrapped in place.
+    Lambda { start: usize, end: usize },
+}
+
+/// The class a protocol method is defined in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub class: String,
+    pub bases: Vec<String>,
+}
+
+/// A function that may be an offload hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Python's `__qualname__` (`CpuOffload.pre_forward`, `attach.<locals>.hook`).
+    pub qualname: String,
+    /// Position of the `def` (or `lambda`) keyword.
+    pub at: Position,
+    /// Byte range of the whole definition, decorators included.
+    pub span: (usize, usize),
+    /// Set for `pre_forward`/`post_forward` defined in a class body.
+    pub owner: Option<Owner>,
+    /// Where it is handed to a register call, if it is.
+    pub registered_at: Option<Position>,
+    pub fence: FenceState,
+    pub target: Target,
+    /// The first sign of offload work in its body, in words.
+    pub evidence: Option<String>,
+}
+
+/// A register call whose hook cannot be found statically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub at: Position,
+    pub what: String,
+}
+
+/// Everything hookfence needs from one file.
+#[derive(Debug, Clone, Default)]
+pub struct FileFacts {
+    pub classes: Vec<ClassFact>,
+    pub candidates: Vec<Candidate>,
+    pub unresolved: Vec<Unresolved>,
+    /// The module-level name bound to `torch`, if any (`torch`, or an alias).
+    pub torch_name: Option<String>,
+    /// Where `import torch` goes when it is needed.
+    pub import_at: usize,
+}
+
+/// Runs `query` over `node` and calls `each` with every match's captures.
+fn for_each_match<'t>(
+    query: &Query,
+    node: Node<'t>,
+    text: &str,
+    mut each: impl FnMut(&[tree_sitter::QueryCapture<'t>]),
+) {
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(query, node, text.as_bytes());
+    while let Some(m) = matches.next() {
+        each(m.captures());
+    }
+}
+
+fn capture<'t>(captures: &[tree_sitter::QueryCapture<'t>], index: u32) -> Option<Node<'t>> {
+    captures.iter().find(|c| c.index == index).map(|c| c.node)
+}
+
+fn node_text<'a>(node: Node<'_>, text: &'a str) -> &'a str {
+    &text[node.byte_range()]
+}
+
+/// The dotted name an identifier/attribute chain spells (`torch.compiler.disable`),
+/// or `None` for anything else (a subscript, a call, ...).
+fn dotted(node: Node<'_>, text: &str) -> Option<String> {
+    match node.kind() {
+        "identifier" => Some(node_text(node, text).to_owned()),
+        "attribute" => {
+            let object = dotted(node.child_by_field_name("object")?, text)?;
+            let attribute = node.child_by_field_name("attribute")?;
+            Some(format!("{object}.{}", node_text(attribute, text)))
+        }
+        _ => None,
+    }
+}
+
+fn position(text: &str, offset: usize) -> Position {
+    let (line, column) = text_position(text, offset);
+    Position { line, column }
+}
+
+/// Whether a resolved dotted path is torch's disable (or a project's, such
+/// as DeepSpeed's `deepspeed.runtime.compiler.disable`).
+fn is_disable_path(path: &str) -> bool {
+    let mut segments = path.rsplit('.');
+    matches!(
+        (segments.next(), segments.next()),
+        (Some("disable"), Some("compiler" | "_dynamo" | "dynamo"))
+            | (Some("_disable_dynamo"), Some("torch"))
+    )
+}
+
+/// Import bindings of one file.
+#[derive(Default)]
+struct Bindings {
+    /// Every import in the file, whatever its scope: name -> dotted path.
+    any_scope: HashMap<String, String>,
+    /// Imports at module level (not under a def, a class or `if TYPE_CHECKING`).
+    module_level: BTreeMap<String, String>,
+}
+
+impl Bindings {
+    fn collect(root: Node<'_>, text: &str) -> Bindings {
+        let q = &QUERIES.imports;
+        let mut bindings = Bindings::default();
+        for_each_match(&q.compiled.query, root, text, |captures| {
+            let Some(module) = capture(captures, q.module) else {
+                return;
+            };
+            let module = strip_space(node_text(module, text));
+            let name = capture(captures, q.name).map(|n| strip_space(node_text(n, text)));
+            let alias = capture(captures, q.alias).map(|n| node_text(n, text).to_owned());
+            let (bound, path) = match (name, alias) {
+                (Some(name), alias) => {
+                    let bound = alias.unwrap_or_else(|| name.clone());
+                    (bound, format!("{module}.{name}"))
+                }
+                (None, Some(alias)) => (alias, module),
+                (None, None) => {
+                    let first = module.split('.').next().unwrap_or_default().to_owned();
+                    (first.clone(), first)
+                }
+            };
+            let statement = captures[0].node;
+            if is_module_level(statement, text) {
+                bindings.module_level.insert(bound.clone(), path.clone());
+            }
+            bindings.any_scope.insert(bound, path);
+        });
+        bindings
+    }
+
+    /// Resolves the first segment of a dotted name through the imports.
+    fn resolve(&self, dotted: &str) -> String {
+        let (first, rest) = dotted.split_once('.').unwrap_or((dotted, ""));
+        match self.any_scope.get(first) {
+            Some(path) if rest.is_empty() => path.clone(),
+            Some(path) => format!("{path}.{rest}"),
+            None => dotted.to_owned(),
+        }
+    }
+
+    fn torch_name(&self) -> Option<String> {
+        if self.module_level.get("torch").map(String::as_str) == Some("torch") {
+            return Some("torch".to_owned());
+        }
+        self.module_level
+            .iter()
+            .find(|(_, path)| path.as_str() == "torch")
+            .map(|(name, _)| name.clone())
+    }
+}
+
+fn strip_space(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// True when nothing but `if`/`try`/`with` blocks stands between `node` and
+/// the module, and none of them is `if TYPE_CHECKING:`.
+fn is_module_level(node: Node<'_>, text: &str) -> bool {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        match n.kind() {
+            "function_definition" | "class_definition" | "lambda" => return false,
+            "if_statement" => {
+                if let Some(condition) = n.child_by_field_name("condition")
+                    && node_text(condition, text).contains("TYPE_CHECKING")
+                {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        current = n.parent();
+    }
+    true
+}
+
+/// The nearest enclosing function_definition (the scope a name is looked up in).
+fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// The scope a definition binds its name in: the nearest enclosing function or
+/// class (by node id), or `None` for the module.
+fn binding_scope(node: Node<'_>) -> Option<(usize, &'static str)> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        match n.kind() {
+            "function_definition" => return Some((n.id(), "function")),
+            "class_definition" => return Some((n.id(), "class")),
+            _ => {}
+        }
+        current = n.parent();
+    }
+    None
+}
+
+fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "class_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// Python's `__qualname__` of a definition node.
+fn qualname(def: Node<'_>, text: &str) -> String {
+    let mut parts = Vec::new();
+    let name_of = |n: Node<'_>| {
+        n.child_by_field_name("name")
+            .map_or("?", |name| node_text(name, text))
+            .to_owned()
+    };
+    if def.kind() != "lambda" {
+        parts.push(name_of(def));
+    } else {
+        parts.push("<lambda>".to_owned());
+    }
+    let mut current = def.parent();
+    while let Some(n) = current {
+        match n.kind() {
+            "class_definition" => parts.push(name_of(n)),
+            "function_definition" => parts.push(format!("{}.<locals>", name_of(n))),
+            _ => {}
+        }
+        current = n.parent();
+    }
+    parts.reverse();
+    parts.join(".")
+}
+
+/// The decorated_definition wrapping a def, if any.
+fn decorated(def: Node<'_>) -> Option<Node<'_>> {
+    def.parent().filter(|p| p.kind() == "decorated_definition")
+}
+
+fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
+    let Some(wrapper) = decorated(def) else {
+        return Vec::new();
+    };
+    let mut cursor = wrapper.walk();
+    wrapper
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() == "decorator")
+        .collect()
+}
+
+/// The expression a decorator applies, minus a trailing call: `@a.b(x)` -> `a.b`.
+fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
+    let expression = decorator.named_child(0)?;
+    let callee = if expression.kind() == "call" {
+        expression.child_by_field_name("function")?
+    } else {
+        expression
+    };
+    dotted(callee, text)
+}
+
+/// What one file knows about fences: the names that fence a function when
+/// called or used as a decorator, and what is fenced by reassignment.
+struct Fences {
+    /// Module-level functions whose body calls a disable: `_compiler_disable`.
+    wrappers: HashSet<String>,
+    /// `(Class, method)` fenced by `Cls.m = disable(Cls.m)`, with its line.
+    patched_methods: HashMap<(String, String), usize>,
+    /// Module-level functions fenced by `f = disable(f)`, with its line.
+    patched_functions: HashMap<String, usize>,
+    /// Lines holding a commented-out disable decorator.
+    optout_lines: HashSet<usize>,
+}
+
+struct FileContext<'t> {
+    text: &'t str,
+    bindings: Bindings,
+    fences: Fences,
+    /// Every function definition, by name.
+    functions: HashMap<String, Vec<Node<'t>>>,
+    /// Every `name = value` assignment, by name: (assignment, value).
+    assignments: HashMap<String, Vec<(Node<'t>, Node<'t>)>>,
+    /// Classes by name.
+    classes: HashMap<String, Vec<Node<'t>>>,
+}
+
+impl<'t> FileContext<'t> {
+    fn is_fence_callee(&self, dotted: &str) -> bool {
+        self.fences.wrappers.contains(dotted) || is_disable_path(&self.bindings.resolve(dotted))
+    }
+
+    fn is_partial(&self, dotted: &str) -> bool {
+        dotted == "partial" || self.bindings.resolve(dotted) == "functools.partial"
+    }
+}
+
+fn collect_fences<'t>(root: Node<'t>, text: &'t str, bindings: &Bindings) -> Fences {
+    let q = &QUERIES.fences;
+    let mut disable_calls = Vec::new();
+    let mut patches = Vec::new();
+    let mut optout_lines = HashSet::new();
+    for_each_match(&q.compiled.query, root, text, |captures| {
+        if let Some(function) = capture(captures, q.call_function) {
+            if let Some(name) = dotted(function, text)
+                && is_disable_path(&bindings.resolve(&name))
+            {
+                disable_calls.push(function);
+            }
+        } else if let Some(comment) = capture(captures, q.optout_comment) {
+            optout_lines.insert(comment.start_position().row + 1);
+        } else if let (Some(fence), Some(target)) = (
+            capture(captures, q.patch_fence),
+            capture(captures, q.patch_target),
+        ) {
+            let owner = capture(captures, q.patch_owner);
+            let attribute = capture(captures, q.patch_attribute);
+            let function = capture(captures, q.patch_function);
+            patches.push((fence, target, owner, attribute, function));
+        }
+    });
+
+    let mut wrappers = HashSet::new();
+    for call in disable_calls {
+        // The outermost function around the call, if it is a module-level one.
+        let mut outermost = None;
+        let mut current = call.parent();
+        let mut in_class = false;
+        while let Some(n) = current {
+            match n.kind() {
+                "function_definition" => outermost = Some(n),
+                "class_definition" => in_class = true,
+                _ => {}
+            }
+            current = n.parent();
+        }
+        if let (Some(def), false) = (outermost, in_class)
+            && let Some(name) = def.child_by_field_name("name")
+        {
+            wrappers.insert(node_text(name, text).to_owned());
+        }
+    }
+
+    let mut patched_methods = HashMap::new();
+    let mut patched_functions = HashMap::new();
+    for (fence, target, owner, attribute, function) in patches {
+        let Some(fence_name) = dotted(fence, text) else {
+            continue;
+        };
+        if !(wrappers.contains(&fence_name) || is_disable_path(&bindings.resolve(&fence_name))) {
+            continue;
+        }
+        let line = fence.start_position().row + 1;
+        let target = strip_space(node_text(target, text));
+        match (owner, attribute, function) {
+            (Some(owner), Some(attribute), _) => {
+                let owner = node_text(owner, text).to_owned();
+                let attribute = node_text(attribute, text).to_owned();
+                if target == format!("{owner}.{attribute}") {
+                    patched_methods.insert((owner, attribute), line);
+                }
+            }
+            (_, _, Some(function)) => {
+                let function = node_text(function, text).to_owned();
+                if target == function {
+                    patched_functions.insert(function, line);
+                }
+            }
+            _ => {}
+        }
+    }
+    Fences {
+        wrappers,
+        patched_methods,
+        patched_functions,
+        optout_lines,
+    }
+}
+
+fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
+    let Some(list) = class.child_by_field_name("superclasses") else {
+        return Vec::new();
+    };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|base| match base.kind() {
+            "identifier" | "attribute" => dotted(base, text),
+            // `Base[T]`
+            "subscript" => base
+                .child_by_field_name("value")
+                .and_then(|v| dotted(v, text)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Extracts every fact hookfence needs from a parsed file.
+pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
+    let root = tree.root_node();
+    let bindings = Bindings::collect(root, text);
+    let fences = collect_fences(root, text, &bindings);
+
+    let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
+    let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
+    let qf = &QUERIES.functions;
+    for_each_match(&qf.compiled.query, root, text, |captures| {
+        if let (Some(def), Some(name)) = (capture(captures, qf.def), capture(captures, qf.name)) {
+            functions
+                .entry(node_text(name, text).to_owned())
+                .or_default()
+                .push(def);
+        } else if let (Some(name), Some(value)) = (
+            capture(captures, qf.assignment_name),
+            capture(captures, qf.assignment_value),
+        ) && let Some(assignment) = name.parent()
+        {
+            assignments
+                .entry(node_text(name, text).to_owned())
+                .or_default()
+                .push((assignment, value));
+        }
+    });
+
+    let mut class_facts = Vec::new();
+    let mut classes: HashMap<String, Vec<Node<'_>>> = HashMap::new();
+    let qc = &QUERIES.classes;
+    for_each_match(&qc.compiled.query, root, text, |captures| {
+        if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name)) {
+            let name = node_text(name, text).to_owned();
+            class_facts.push(ClassFact {
+                name: name.clone(),
+                bases: class_bases(def, text),
+            });
+            classes.entry(name).or_default().push(def);
+        }
+    });
+
+    // `_compiler_disable = torch.compiler.disable` at module level: an alias
+    // of a fence is a fence.
+    let mut fences = fences;
+    for (name, list) in &assignments {
+        for (assignment, value) in list {
+            if binding_scope(*assignment).is_none()
+                && let Some(value) = dotted(*value, text)
+                && (fences.wrappers.contains(&value) || is_disable_path(&bindings.resolve(&value)))
+            {
+                fences.wrappers.insert(name.clone());
+            }
+        }
+    }
+
+    let ctx = FileContext {
+        text,
+        bindings,
+        fences,
+        functions,
+        assignments,
+        classes,
+    };
+
+    // Candidates, keyed by the start of their node so a def found twice (a
+    // protocol method that is also registered) is one candidate.
+    let mut candidates: BTreeMap<usize, Candidate> = BTreeMap::new();
+    let mut unresolved = Vec::new();
+
+    let qh = &QUERIES.hook_methods;
+    for_each_match(&qh.compiled.query, root, text, |captures| {
+        let (Some(class), Some(def)) = (capture(captures, qh.class), capture(captures, qh.def))
+        else {
+            return;
+        };
+        let class_name = class
+            .child_by_field_name("name")
+            .map_or("", |n| node_text(n, text))
+            .to_owned();
+        let mut candidate = def_candidate(&ctx, def);
+        candidate.owner = Some(Owner {
+            bases: class_bases(class, text),
+            class: class_name,
+        });
+        candidates.insert(def.start_byte(), candidate);
+    });
+
+    let qr = &QUERIES.registrations;
+    for_each_match(&qr.compiled.query, root, text, |captures| {
+        let (Some(call), Some(arguments)) =
+            (capture(captures, qr.call), capture(captures, qr.arguments))
+        else {
+            return;
+        };
+        let at = position(text, call.start_byte());
+        let Some(hook) = hook_argument(arguments, text) else {
+            unresolved.push(Unresolved {
+                at,
+                what: "hook passed in a form hookfence cannot follow (`*args` or `**kwargs`)"
+                    .to_owned(),
+            });
+            return;
+        };
+        match resolve_hook(&ctx, hook, call, 0) {
+            Resolved::Def(def) => {
+                let entry = candidates
+                    .entry(def.start_byte())
+                    .or_insert_with(|| def_candidate(&ctx, def));
+                entry.registered_at.get_or_insert(at);
+            }
+            Resolved::Lambda(lambda) => {
+                let entry = candidates
+                    .entry(lambda.start_byte())
+                    .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
+                entry.registered_at.get_or_insert(at);
+            }
+            Resolved::FencedInPlace(expression, spelling) => {
+                let mut candidate =
+                    lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
+                candidate.qualname = strip_space(node_text(expression, text));
+                candidate.registered_at = Some(at);
+                candidates
+                    .entry(expression.start_byte())
+                    .or_insert(candidate);
+            }
+            Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
+        }
+    });
+
+    FileFacts {
+        classes: class_facts,
+        candidates: candidates.into_values().collect(),
+        unresolved,
+        torch_name: ctx.bindings.torch_name(),
+        import_at: import_insertion_point(root, text),
+    }
+}
+
+/// The hook a register call receives: its first positional argument or `hook=`.
+fn hook_argument<'t>(arguments: Node<'t>, text: &str) -> Option<Node<'t>> {
+    let mut cursor = arguments.walk();
+    let mut first_positional = None;
+    for argument in arguments.named_children(&mut cursor) {
+        match argument.kind() {
+            "keyword_argument" => {
+                let name = argument.child_by_field_name("name")?;
+                if node_text(name, text) == "hook" {
+                    return argument.child_by_field_name("value");
+                }
+            }
+            "list_splat" | "dictionary_splat" => {
+                first_positional?;
+            }
+            "comment" => {}
+            _ => {
+                if first_positional.is_none() {
+                    first_positional = Some(argument);
+                }
+            }
+        }
+    }
+    first_positional
+}
+
+enum Resolved<'t> {
+    Def(Node<'t>),
+    Lambda(Node<'t>),
+    /// `torch.compiler.disable(fn)` passed directly: already fenced.
+    FencedInPlace(Node<'t>, String),
+    Unresolved(String),
+}
+
+/// Follows a hook expression to the definition it names, the way Python's
+/// scoping would at the register call.
+fn resolve_hook<'t>(
+    ctx: &FileContext<'t>,
+    expression: Node<'t>,
+    site: Node<'t>,
+    depth: usize,
+) -> Resolved<'t> {
+    let text = ctx.text;
+    if depth > 8 {
+        return Resolved::Unresolved("hook bound through too many names".to_owned());
+    }
+    match expression.kind() {
+        "parenthesized_expression" => match expression.named_child(0) {
+            Some(inner) => resolve_hook(ctx, inner, site, depth + 1),
+            None => Resolved::Unresolved("empty parentheses".to_owned()),
+        },
+        "lambda" => Resolved::Lambda(expression),
+        "identifier" => resolve_name(ctx, node_text(expression, text), site, depth),
+        "attribute" => {
+            let (Some(object), Some(attribute)) = (
+                expression.child_by_field_name("object"),
+                expression.child_by_field_name("attribute"),
+            ) else {
+                return Resolved::Unresolved("unreadable attribute".to_owned());
+            };
+            let method = node_text(attribute, text);
+            let object_text = node_text(object, text);
+            let class = if object.kind() == "identifier"
+                && (object_text == "self" || object_text == "cls")
+            {
+                enclosing_class(site)
+            } else if object.kind() == "identifier" {
+                ctx.classes
+                    .get(object_text)
+                    .and_then(|defs| defs.first().copied())
+            } else {
+                None
+            };
+            match class.and_then(|class| find_method(ctx, class, method, 0)) {
+                Some(def) => Resolved::Def(def),
+                None => Resolved::Unresolved(format!(
+                    "`{}` is a method of an object hookfence cannot follow",
+                    strip_space(node_text(expression, text))
+                )),
+            }
+        }
+        "call" => {
+            let callee = expression
+                .child_by_field_name("function")
+                .and_then(|f| dotted(f, text));
+            let first_argument = expression
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0));
+            match (callee, first_argument) {
+                (Some(callee), _) if ctx.is_fence_callee(&callee) => {
+                    Resolved::FencedInPlace(expression, format!("{callee}(...)"))
+                }
+                (Some(callee), Some(inner)) if ctx.is_partial(&callee) => {
+                    resolve_hook(ctx, inner, site, depth + 1)
+                }
+                _ => Resolved::Unresolved(format!(
+                    "hook is the value returned by `{}`",
+                    short(node_text(expression, text))
+                )),
+            }
+        }
+        _ => Resolved::Unresolved(format!(
+            "hook is `{}`, not a function hookfence can find",
+            short(node_text(expression, text))
+        )),
+    }
+}
+
+fn short(s: &str) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 40 {
+        format!("{}...", flat.chars().take(37).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// Looks a bare name up from `site`: the enclosing functions, innermost first,
+/// then the module (class bodies are skipped, as in Python).
+fn resolve_name<'t>(
+    ctx: &FileContext<'t>,
+    name: &str,
+    site: Node<'t>,
+    depth: usize,
+) -> Resolved<'t> {
+    let mut scope = enclosing_function(site);
+    loop {
+        let scope_id = scope.map(|s| s.id());
+        let in_scope = |node: Node<'t>| {
+            let mut s = binding_scope(node);
+            // A def directly in a class body binds in the class, not here.
+            if let Some((_, "class")) = s {
+                s = Some((usize::MAX, "class"));
+            }
+            s.map(|(id, _)| id) == scope_id
+        };
+        // The last binding before the call wins; fall back to any in scope
+        // (a def after the call is still bound when the call runs later).
+        let def = ctx.functions.get(name).and_then(|defs| {
+            let in_scope: Vec<_> = defs.iter().copied().filter(|d| in_scope(*d)).collect();
+            in_scope
+                .iter()
+                .copied()
+                .rfind(|d| d.start_byte() < site.start_byte())
+                .or_else(|| in_scope.first().copied())
+        });
+        let assignment = ctx.assignments.get(name).and_then(|list| {
+            list.iter()
+                .copied()
+                .rfind(|(a, _)| in_scope(*a) && a.start_byte() < site.start_byte())
+        });
+        match (def, assignment) {
+            (Some(def), Some((a, _))) if def.start_byte() > a.start_byte() => {
+                return Resolved::Def(def);
+            }
+            (_, Some((_, value))) => return resolve_hook(ctx, value, site, depth + 1),
+            (Some(def), None) => return Resolved::Def(def),
+            (None, None) => {}
+        }
+        match scope {
+            Some(s) => scope = enclosing_function(s),
+            None => break,
+        }
+    }
+    if let Some(path) = ctx.bindings.any_scope.get(name) {
+        return Resolved::Unresolved(format!("`{name}` is imported from `{path}`"));
+    }
+    Resolved::Unresolved(format!(
+        "`{name}` is not a function defined in this file (a parameter or a global?)"
+    ))
+}
+
+/// A method named `name` in `class` or, failing that, in its bases defined in
+/// the same file.
+fn find_method<'t>(
+    ctx: &FileContext<'t>,
+    class: Node<'t>,
+    name: &str,
+    depth: usize,
+) -> Option<Node<'t>> {
+    if depth > 16 {
+        return None;
+    }
+    let body = class.child_by_field_name("body")?;
+    let mut cursor = body.walk();
+    for statement in body.named_children(&mut cursor) {
+        let def = match statement.kind() {
+            "function_definition" => statement,
+            "decorated_definition" => match statement.child_by_field_name("definition") {
+                Some(d) if d.kind() == "function_definition" => d,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if def
+            .child_by_field_name("name")
+            .is_some_and(|n| node_text(n, ctx.text) == name)
+        {
+            return Some(def);
+        }
+    }
+    for base in class_bases(class, ctx.text) {
+        let base_name = base.rsplit('.').next().unwrap_or(&base);
+        if let Some(base_class) = ctx.classes.get(base_name).and_then(|d| d.first().copied())
+            && base_class.id() != class.id()
+            && let Some(def) = find_method(ctx, base_class, name, depth + 1)
+        {
+            return Some(def);
+        }
+    }
+    None
+}
+
+fn is_outermost_decorator(callee: &str) -> bool {
+    let last = callee.rsplit('.').next().unwrap_or(callee);
+    OUTERMOST_DECORATORS.contains(&last) || matches!(last, "setter" | "getter" | "deleter")
+}
+
+fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
+    let text = ctx.text;
+    let decorators = decorators(def);
+    let name = def
+        .child_by_field_name("name")
+        .map_or("", |n| node_text(n, text));
+    let owner_class = enclosing_class(def)
+        .filter(|c| binding_scope(def).map(|(id, _)| id) == Some(c.id()))
+        .and_then(|c| c.child_by_field_name("name"))
+        .map(|n| node_text(n, text).to_owned());
+
+    // Already fenced?
+    let mut fence = decorators
+        .iter()
+        .find(|d| decorator_callee(**d, text).is_some_and(|c| ctx.is_fence_callee(&c)))
+        .map(|d| FenceState::Fenced(strip_space(node_text(*d, text))))
+        .unwrap_or(FenceState::Unfenced);
+    if fence == FenceState::Unfenced {
+        let patched = match &owner_class {
+            Some(class) => ctx
+                .fences
+                .patched_methods
+                .get(&(class.clone(), name.to_owned())),
+            None if binding_scope(def).is_none() => ctx.fences.patched_functions.get(name),
+            None => None,
+        };
+        if let Some(line) = patched {
+            fence = FenceState::Fenced(format!("reassigned through a disable at line {line}"));
+        }
+    }
+
+    // Where the fence goes: directly below the last decorator that must stay
+    // outermost, else above every decorator.
+    let keep_above = decorators
+        .iter()
+        .rposition(|d| decorator_callee(*d, text).is_some_and(|c| is_outermost_decorator(&c)));
+    let anchor = match keep_above {
+        Some(i) => decorators
+            .get(i + 1)
+            .map_or(def.start_byte(), |d| d.start_byte()),
+        None => decorators
+            .first()
+            .map_or(def.start_byte(), |d| d.start_byte()),
+    };
+    let insert_at = line_start(text, anchor);
+    let indent = indentation_at(text, insert_at).to_owned();
+
+    // A commented-out disable decorator in the comment lines right above the
+    // definition, or between its decorators, is a deliberate opt-out.
+    if fence == FenceState::Unfenced {
+        let first_line = decorators
+            .first()
+            .map_or(def.start_position().row, |d| d.start_position().row)
+            + 1;
+        let def_line = def.start_position().row + 1;
+        let mut line = first_line;
+        let lines: Vec<&str> = text[..line_start(
+            text,
+            decorators
+                .first()
+                .map_or(def.start_byte(), |d| d.start_byte()),
+        )]
+            .lines()
+            .collect();
+        let mut optout = (first_line..def_line).find(|l| ctx.fences.optout_lines.contains(l));
+        for above in lines.iter().rev() {
+            line -= 1;
+            if !above.trim_start().starts_with('#') {
+                break;
+            }
+            if ctx.fences.optout_lines.contains(&line) {
+                optout = Some(line);
+                break;
+            }
+        }
+        if let Some(line) = optout {
+            fence = FenceState::OptedOut { line };
+        }
+    }
+
+    let span_start = decorated(def).map_or(def.start_byte(), |d| d.start_byte());
+    Candidate {
+        qualname: qualname(def, text),
+        at: position(text, def.start_byte()),
+        span: (span_start, def.end_byte()),
+        owner: None,
+        registered_at: None,
+        fence,
+        target: Target::Def {
+            insert_at,
+            line_ending: line_ending_at(text, insert_at),
+            indent,
+        },
+        evidence: def
+            .child_by_field_name("body")
+            .and_then(|body| offload_evidence(body, text)),
+    }
+}
+
+fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceState) -> Candidate {
+    let text = ctx.text;
+    Candidate {
+        qualname: qualname(lambda, text),
+        at: position(text, lambda.start_byte()),
+        span: (lambda.start_byte(), lambda.end_byte()),
+        owner: None,
+        registered_at: None,
+        fence,
+        target: Target::Lambda {
+            start: lambda.start_byte(),
+            end: lambda.end_byte(),
+        },
+        evidence: lambda
+            .child_by_field_name("body")
+            .and_then(|body| offload_evidence(body, text)),
+    }
+}
+
+/// The first sign of offload work inside `body`, described for the user.
+pub fn offload_evidence(body: Node<'_>, text: &str) -> Option<String> {
+    let q = &QUERIES.offload_evidence.compiled.query;
+    let names = q.capture_names();
+    let mut first: Option<(usize, String)> = None;
+    for_each_match(q, body, text, |captures| {
+        for c in captures {
+            let detail = node_text(c.node, text);
+            let what = match names[c.index as usize] {
+                "evidence.move" => format!("moves or casts module state via .{detail}(...)"),
+                "evidence.transfer" => format!("moves tensors via {detail}(...)"),
+                "evidence.stream" => format!("synchronizes streams via .{detail}(...)"),
+                "evidence.onload" => format!("on/offloads via {detail}(...)"),
+                "evidence.non_blocking" => "passes non_blocking=".to_owned(),
+                "evidence.data" => "assigns to .data".to_owned(),
+                "evidence.delegate" => format!("delegates to other hooks' {detail}"),
+                _ => continue,
+            };
+            if first
+                .as_ref()
+                .is_none_or(|(at, _)| c.node.start_byte() < *at)
+            {
+                first = Some((c.node.start_byte(), what));
+            }
+        }
+    });
+    first.map(|(_, what)| what)
+}
+
+/// Where `import torch` goes: after the module docstring and any
+/// `from __future__` imports, or else after the comments (shebang, coding
+/// cookie, licence) that open the file.
+fn import_insertion_point(root: Node<'_>, text: &str) -> usize {
+    let mut cursor = root.walk();
+    let mut after: Option<Node<'_>> = None;
+    let mut first_statement: Option<Node<'_>> = None;
+    for child in root.named_children(&mut cursor) {
+        if child.kind() == "comment" {
+            continue;
+        }
+        let is_docstring = first_statement.is_none()
+            && child.kind() == "expression_statement"
+            && child
+                .named_child(0)
+                .is_some_and(|s| matches!(s.kind(), "string" | "concatenated_string"));
+        first_statement.get_or_insert(child);
+        if is_docstring || child.kind() == "future_import_statement" {
+            after = Some(child);
+        } else {
+            break;
+        }
+    }
+    match (after, first_statement) {
+        (Some(node), _) => next_line_start(text, node.end_byte()),
+        (None, Some(statement)) => line_start(text, statement.start_byte()),
+        (None, None) => text.len(),
+    }
+}

@@ -1,0 +1,167 @@
+//! What the user sees: git-style unified diffs (stdout), one note per hook
+//! left alone (stderr), and a one-line summary (stderr).
+
+use std::io::{self, Write};
+
+use anstyle::{AnsiColor, Style as AnsiStyle};
+use similar::TextDiff;
+
+use crate::resolve::Status;
+use crate::{Analysis, FileReport, Mode};
+
+/// Colours, or none.
+pub struct Style {
+    enabled: bool,
+}
+
+impl Style {
+    pub fn new(enabled: bool) -> Style {
+        Style { enabled }
+    }
+
+    fn paint(&self, style: AnsiStyle, text: &str) -> String {
+        if self.enabled {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn error_prefix(&self) -> String {
+        let red = AnsiStyle::new()
+            .fg_color(Some(AnsiColor::Red.into()))
+            .bold();
+        format!("{}: ", self.paint(red, "error"))
+    }
+}
+
+/// Writes the unified diff of one file, in the file's own encoding and line
+/// endings, so that `git apply` and `patch -p1` take it.
+pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::Result<()> {
+    let Some(new_text) = &file.new_text else {
+        return Ok(());
+    };
+    let bom = if file.source.bom { "\u{feff}" } else { "" };
+    let old = format!("{bom}{}", file.source.text);
+    let new = format!("{bom}{new_text}");
+    let diff = TextDiff::from_lines(&old, &new);
+    let path = file.path.to_string_lossy().replace('\\', "/");
+    let bold = AnsiStyle::new().bold();
+    writeln!(out, "{}", style.paint(bold, &format!("--- a/{path}")))?;
+    writeln!(out, "{}", style.paint(bold, &format!("+++ b/{path}")))?;
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        let text = hunk.to_string();
+        if style.enabled {
+            for line in text.split_inclusive('\n') {
+                let (body, newline) = match line.strip_suffix('\n') {
+                    Some(body) => (body, "\n"),
+                    None => (line, ""),
+                };
+                let color = match body.as_bytes().first() {
+                    Some(b'+') => Some(AnsiColor::Green),
+                    Some(b'-') => Some(AnsiColor::Red),
+                    Some(b'@') => Some(AnsiColor::Cyan),
+                    _ => None,
+                };
+                let painted = match color {
+                    Some(c) => style.paint(AnsiStyle::new().fg_color(Some(c.into())), body),
+                    None => body.to_owned(),
+                };
+                out.write_all(file.source.encoding.encode(&painted).as_ref())?;
+                out.write_all(newline.as_bytes())?;
+            }
+        } else {
+            out.write_all(file.source.encoding.encode(&text).as_ref())?;
+        }
+    }
+    Ok(())
+}
+
+/// One line per hook hookfence saw but did not fence, per register call it
+/// could not follow, and per fix it could not apply: `path:line:col: ...`.
+pub fn notes(analysis: &Analysis) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in &analysis.files {
+        let path = file.path.display();
+        let mut file_lines: Vec<(crate::error::Position, String)> = Vec::new();
+        for site in &file.sites {
+            let c = &site.candidate;
+            let what = match &site.status {
+                Status::NotOffload => format!(
+                    "skipped {}: not offload: no device move, cast, stream sync or delegation in its body ({}); --all-hooks fences it",
+                    c.qualname, site.why_hook
+                ),
+                Status::OptedOut { line } => format!(
+                    "skipped {}: opted out by the commented-out disable decorator on line {line}",
+                    c.qualname
+                ),
+                _ => continue,
+            };
+            file_lines.push((c.at, what));
+        }
+        for u in &file.unresolved {
+            file_lines.push((
+                u.at,
+                format!("cannot follow the hook registered here: {}", u.what),
+            ));
+        }
+        for qualname in &file.conflicts {
+            file_lines.push((
+                crate::error::Position { line: 1, column: 1 },
+                format!(
+                    "not fenced {qualname}: its edit overlaps another fix; run hookfence again"
+                ),
+            ));
+        }
+        file_lines.sort();
+        lines.extend(
+            file_lines
+                .into_iter()
+                .map(|(at, what)| format!("{path}:{at}: {what}")),
+        );
+    }
+    lines
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The one-line summary.
+pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
+    let count =
+        |pred: fn(&Status) -> bool| -> usize { analysis.files.iter().map(|f| f.count(pred)).sum() };
+    let to_fence = count(|s| matches!(s, Status::Unfenced { .. }));
+    let fenced = count(|s| matches!(s, Status::Fenced(_)));
+    let not_offload = count(|s| matches!(s, Status::NotOffload));
+    let opted_out = count(|s| matches!(s, Status::OptedOut { .. }));
+    let unresolved: usize = analysis.files.iter().map(|f| f.unresolved.len()).sum();
+    let changed = analysis
+        .files
+        .iter()
+        .filter(|f| f.new_text.is_some())
+        .count();
+    let head = match mode {
+        Mode::Diff => format!(
+            "Would fence {} in {}",
+            plural(to_fence, "hook", "hooks"),
+            plural(changed, "file", "files")
+        ),
+        Mode::Apply => format!(
+            "Fenced {} in {}",
+            plural(to_fence, "hook", "hooks"),
+            plural(written, "file", "files")
+        ),
+        Mode::Check if to_fence == 0 => "No unfenced offload hooks".to_owned(),
+        Mode::Check => format!(
+            "{} unfenced in {}",
+            plural(to_fence, "offload hook", "offload hooks"),
+            plural(changed, "file", "files")
+        ),
+    };
+    format!(
+        "{head} ({fenced} already fenced, {not_offload} not offload, {opted_out} opted out, {unresolved} unresolved; {} scanned, {} skipped)",
+        plural(analysis.scanned, "file", "files"),
+        analysis.errors.len(),
+    )
+}

@@ -1,0 +1,175 @@
+//! Decisions that need the whole tree: which classes derive from a hook
+//! protocol base (through classes in any scanned file), and so which
+//! candidates are offload hooks to fence.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::matcher::{Candidate, ClassFact, FenceState};
+
+/// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
+pub const PROTOCOL_BASES: &[&str] = &["ModelHook"];
+
+/// What hookfence does with one hook site.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// An offload hook with no fence: hookfence fences it.
+    Unfenced { evidence: String },
+    /// Already fenced; the text says how.
+    Fenced(String),
+    /// A hook that does no offload work (left alone unless `--all-hooks`).
+    NotOffload,
+    /// A commented-out disable decorator on this line opts it out.
+    OptedOut { line: usize },
+}
+
+/// A hook found in a file, with what hookfence makes of it.
+#[derive(Debug, Clone)]
+pub struct HookSite {
+    pub candidate: Candidate,
+    pub status: Status,
+    /// Why it is a hook: "subclass of ModelHook via CpuOffload" or
+    /// "registered at line 12".
+    pub why_hook: String,
+}
+
+/// Every class name in the scanned tree and the bases each definition of it
+/// names (last dotted segment: `accelerate.hooks.ModelHook` -> `ModelHook`).
+#[derive(Debug, Default)]
+pub struct ClassIndex {
+    bases: HashMap<String, Vec<Vec<String>>>,
+}
+
+fn last_segment(dotted: &str) -> &str {
+    dotted.rsplit('.').next().unwrap_or(dotted)
+}
+
+impl ClassIndex {
+    pub fn add(&mut self, classes: &[ClassFact]) {
+        for class in classes {
+            self.bases.entry(class.name.clone()).or_default().push(
+                class
+                    .bases
+                    .iter()
+                    .map(|b| last_segment(b).to_owned())
+                    .collect(),
+            );
+        }
+    }
+
+    /// The chain of class names from `bases` up to a protocol base, shortest
+    /// first found: `["CpuOffload", "ModelHook"]`. `None` if there is none.
+    pub fn lineage(&self, bases: &[String]) -> Option<Vec<String>> {
+        let mut queue: VecDeque<Vec<String>> = bases
+            .iter()
+            .map(|b| vec![last_segment(b).to_owned()])
+            .collect();
+        let mut seen = HashSet::new();
+        while let Some(path) = queue.pop_front() {
+            let Some(current) = path.last() else { continue };
+            if PROTOCOL_BASES.contains(&current.as_str()) {
+                return Some(path);
+            }
+            if !seen.insert(current.clone()) {
+                continue;
+            }
+            for base_list in self.bases.get(current).into_iter().flatten() {
+                for base in base_list {
+                    let mut next = path.clone();
+                    next.push(base.clone());
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Decides what a candidate is. `None`: not a hook at all (a `pre_forward`
+/// of a class that is no hook, or the protocol base's own no-op).
+pub fn decide(candidate: Candidate, index: &ClassIndex, all_hooks: bool) -> Option<HookSite> {
+    let mut why = Vec::new();
+    let mut lineage = Vec::new();
+    if let Some(owner) = &candidate.owner
+        && !PROTOCOL_BASES.contains(&owner.class.as_str())
+        && let Some(chain) = index.lineage(&owner.bases)
+    {
+        let base = chain.last().cloned().unwrap_or_default();
+        if chain.len() > 1 {
+            why.push(format!("subclass of {base} via {}", chain[0]));
+        } else {
+            why.push(format!("subclass of {base}"));
+        }
+        lineage = chain;
+    }
+    if let Some(at) = candidate.registered_at {
+        why.push(format!("registered at line {}", at.line));
+    }
+    if why.is_empty() {
+        return None;
+    }
+    let status = match &candidate.fence {
+        FenceState::Fenced(how) => Status::Fenced(how.clone()),
+        FenceState::OptedOut { line } => Status::OptedOut { line: *line },
+        FenceState::Unfenced => {
+            let named = candidate
+                .owner
+                .iter()
+                .map(|o| o.class.as_str())
+                .chain(lineage.iter().map(String::as_str))
+                .find(|name| name.to_ascii_lowercase().contains("offload"));
+            match (&candidate.evidence, named) {
+                (Some(evidence), _) => Status::Unfenced {
+                    evidence: evidence.clone(),
+                },
+                (None, Some(name)) => Status::Unfenced {
+                    evidence: format!("class name {name} says it offloads"),
+                },
+                (None, None) if all_hooks => Status::Unfenced {
+                    evidence: "--all-hooks".to_owned(),
+                },
+                (None, None) => Status::NotOffload,
+            }
+        }
+    };
+    Some(HookSite {
+        candidate,
+        status,
+        why_hook: why.join(", "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(name: &str, bases: &[&str]) -> ClassFact {
+        ClassFact {
+            name: name.to_owned(),
+            bases: bases.iter().map(|b| b.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn lineage_follows_bases_across_files_and_survives_cycles() {
+        let mut index = ClassIndex::default();
+        index.add(&[class("OffloadBase", &["accelerate.hooks.ModelHook"])]);
+        index.add(&[
+            class("Device", &["OffloadBase"]),
+            class("A", &["B"]),
+            class("B", &["A"]),
+        ]);
+        assert_eq!(
+            index.lineage(&["Device".to_owned()]),
+            Some(vec![
+                "Device".into(),
+                "OffloadBase".into(),
+                "ModelHook".into()
+            ])
+        );
+        assert_eq!(index.lineage(&["A".to_owned()]), None);
+        assert_eq!(
+            index.lineage(&["hooks.ModelHook".to_owned()]),
+            Some(vec!["ModelHook".into()])
+        );
+    }
+}
