@@ -1,0 +1,282 @@
+//! One fixture per behaviour in `tests/fixtures/`, each snapshotted as the
+//! user sees it (the hooks found, then the diff) in the top-level
+//! `snapshots/`. The same loop checks invariants on every fixture:
+//! - the rewritten file parses (tree-sitter) and Python's own `ast.parse`
+//!   accepts it, in its own encoding;
+//! - no byte of the original is removed or changed: the only differences are
+//!   inserted decorator lines, an `import torch` line, or a lambda wrap;
+//! - line endings, BOM and encoding are the file's own;
+//! - a second run on the output plans nothing.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use hookfence::resolve::Status;
+use hookfence::{Analysis, FileReport};
+use similar::{ChangeTag, TextDiff};
+
+fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+/// The hooks found and the diff, as text for a snapshot. Paths are shown
+/// relative to `root` so snapshots do not depend on where the test runs.
+fn describe(analysis: &Analysis, root: &Path) -> String {
+    let mut out = String::new();
+    for file in &analysis.files {
+        let rel = file.path.strip_prefix(root).unwrap_or(&file.path);
+        for site in &file.sites {
+            let c = &site.candidate;
+            let status = match &site.status {
+                Status::Unfenced { evidence } => format!("fence ({evidence})"),
+                Status::Fenced(how) => format!("fenced ({how})"),
+                Status::NotOffload => "not-offload".to_owned(),
+                Status::OptedOut { line } => format!("opted-out (line {line})"),
+            };
+            out.push_str(&format!(
+                "{}:{} {} {status} [{}]\n",
+                rel.display(),
+                c.at,
+                c.qualname,
+                site.why_hook
+            ));
+        }
+        for u in &file.unresolved {
+            out.push_str(&format!(
+                "{}:{} unresolved: {}\n",
+                rel.display(),
+                u.at,
+                u.what
+            ));
+        }
+    }
+    for err in &analysis.errors {
+        out.push_str(&format!("error: {}\n", err.report()));
+    }
+    out.push('\n');
+    for file in &analysis.files {
+        let mut diff = Vec::new();
+        hookfence::render::write_diff(&mut diff, file, &hookfence::render::Style::new(false))
+            .unwrap();
+        let rel = file.path.strip_prefix(root).unwrap_or(&file.path);
+        let text = String::from_utf8_lossy(&diff)
+            .replace(&file.path.display().to_string(), &rel.display().to_string())
+            .replace('\r', "\u{240d}");
+        out.push_str(&text);
+    }
+    out
+}
+
+fn python_accepts(bytes: &[u8]) -> Result<(), String> {
+    let mut child = Command::new("python3")
+        .args(["-c", "import ast, sys; ast.parse(sys.stdin.buffer.read())"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the ast oracle");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Every difference between `old` and `new` must be an insertion of one of
+/// the things hookfence writes; nothing of the original may go.
+fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
+    let diff = TextDiff::from_chars(old, new);
+    for op in diff.ops() {
+        for change in diff.iter_changes(op) {
+            assert_ne!(
+                change.tag(),
+                ChangeTag::Delete,
+                "{}: byte removed from the original: {:?}",
+                path.display(),
+                change.value()
+            );
+        }
+    }
+    // Line by line: an added line is a decorator or the import; a changed
+    // line is a lambda wrapped in place, nothing else.
+    let lines = TextDiff::from_lines(old, new);
+    for op in lines.ops() {
+        let (removed, added): (Vec<_>, Vec<_>) = lines
+            .iter_changes(op)
+            .filter(|c| c.tag() != ChangeTag::Equal)
+            .partition(|c| c.tag() == ChangeTag::Delete);
+        if removed.is_empty() {
+            for line in &added {
+                let line = line.value().trim();
+                assert!(
+                    matches!(
+                        line,
+                        "@torch.compiler.disable()" | "@th.compiler.disable()" | "import torch"
+                    ),
+                    "{}: unexpected added line {line:?}",
+                    path.display()
+                );
+            }
+        } else {
+            let before: String = removed.iter().map(|c| c.value()).collect();
+            let after: String = added.iter().map(|c| c.value()).collect();
+            let wraps = after.matches("compiler.disable(lambda").count();
+            assert!(
+                wraps > 0,
+                "{}: changed line is no lambda wrap: {after:?}",
+                path.display()
+            );
+            let unwrapped = after
+                .replace("torch.compiler.disable(lambda", "lambda")
+                .replace("th.compiler.disable(lambda", "lambda");
+            assert_eq!(
+                unwrapped.len() - before.len(),
+                wraps,
+                "{}: a wrap adds exactly one ')'",
+                path.display()
+            );
+        }
+    }
+}
+
+fn check_invariants(file: &FileReport) {
+    let path = &file.path;
+    let Some(new_text) = &file.new_text else {
+        return;
+    };
+    let old = &file.source.text;
+    assert_only_fence_insertions(path, old, new_text);
+
+    let bytes = file.source.encode(new_text);
+    if let Err(err) = python_accepts(&bytes) {
+        panic!(
+            "{}: python's ast rejects the output:\n{err}",
+            path.display()
+        );
+    }
+    // The file's own line endings: a CRLF-only file stays CRLF-only.
+    let bare_lf = |t: &str| t.matches('\n').count() - t.matches("\r\n").count();
+    if old.contains("\r\n") && bare_lf(old) == 0 {
+        assert_eq!(bare_lf(new_text), 0, "{}: bare LF inserted", path.display());
+    }
+    if !old.contains('\r') {
+        assert!(!new_text.contains('\r'), "{}: CR inserted", path.display());
+    }
+    assert_eq!(
+        old.ends_with('\n'),
+        new_text.ends_with('\n'),
+        "{}: final newline state changed",
+        path.display()
+    );
+    // BOM and encoding round-trip: decoding the output gives the new text.
+    let again = hookfence::source::Source::decode(bytes.clone()).expect("output decodes");
+    assert_eq!(&again.text, new_text);
+    assert_eq!(again.bom, file.source.bom);
+    assert_eq!(again.encoding, file.source.encoding);
+}
+
+/// Writes every rewritten file of `analysis` into a copy of `root` and
+/// re-runs: nothing may be planned the second time.
+fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, all_hooks: bool) {
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(root, copy.path());
+    for file in &analysis.files {
+        if let Some(text) = &file.new_text {
+            let rel = file.path.strip_prefix(root).unwrap_or(&file.path);
+            let dest = if rel.as_os_str().is_empty() || file.path == root {
+                copy.path().join(root.file_name().unwrap())
+            } else {
+                copy.path().join(rel)
+            };
+            std::fs::write(dest, file.source.encode(text)).unwrap();
+        }
+    }
+    let target = if root.is_file() {
+        copy.path().join(root.file_name().unwrap())
+    } else {
+        copy.path().to_path_buf()
+    };
+    let second = hookfence::analyze(&[target], all_hooks);
+    assert!(second.errors.is_empty(), "{:?}", second.errors);
+    for file in &second.files {
+        assert!(
+            file.new_text.is_none(),
+            "{}: second run plans more edits:\n{}",
+            file.path.display(),
+            file.new_text.as_deref().unwrap_or_default()
+        );
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    if from.is_file() {
+        std::fs::copy(from, to.join(from.file_name().unwrap())).unwrap();
+        return;
+    }
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tree(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+fn run_fixture(path: &Path, all_hooks: bool) -> String {
+    let analysis = hookfence::analyze(&[path.to_path_buf()], all_hooks);
+    for file in &analysis.files {
+        check_invariants(file);
+    }
+    assert_second_run_plans_nothing(&analysis, path, all_hooks);
+    let root = if path.is_file() {
+        path.parent().unwrap()
+    } else {
+        path
+    };
+    describe(&analysis, root)
+}
+
+#[test]
+fn fixtures() {
+    snapshot_settings().bind(|| {
+        insta::glob!("fixtures/*.py", |path| {
+            insta::assert_snapshot!(run_fixture(path, false));
+        });
+    });
+}
+
+#[test]
+fn fixtures_with_all_hooks_keep_every_invariant() {
+    // --all-hooks fences more; the invariants must hold all the same.
+    snapshot_settings().bind(|| {
+        insta::glob!("fixtures/*.py", |path| {
+            run_fixture(path, true);
+        });
+    });
+}
+
+#[test]
+fn cross_file_hierarchy() {
+    let root =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cross_file_hierarchy");
+    snapshot_settings().bind(|| {
+        insta::assert_snapshot!("cross_file_hierarchy", run_fixture(&root, false));
+    });
+}
+
+#[test]
+fn example_project() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/offload_project");
+    snapshot_settings().bind(|| {
+        insta::assert_snapshot!("example_project", run_fixture(&root, false));
+    });
+}
