@@ -249,7 +249,7 @@ pub fn run(
         }
     }
     for err in &analysis.errors {
-        writeln!(stderr, "{}{}", err_style.error_prefix(), err.report())?;
+        writeln!(stderr, "{}", err_style.error(&err.report()))?;
     }
     if !settings.quiet || !analysis.errors.is_empty() {
         writeln!(

@@ -27,11 +27,9 @@ impl Style {
         }
     }
 
-    pub fn error_prefix(&self) -> String {
-        let red = AnsiStyle::new()
-            .fg_color(Some(AnsiColor::Red.into()))
-            .bold();
-        format!("{}: ", self.paint(red, "error"))
+    /// An error line (`path:line:col: ... — left unchanged`), in red on a terminal.
+    pub fn error(&self, line: &str) -> String {
+        self.paint(AnsiStyle::new().fg_color(Some(AnsiColor::Red.into())), line)
     }
 }
 

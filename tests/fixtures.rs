@@ -8,6 +8,8 @@
 //! - line endings, BOM and encoding are the file's own;
 //! - a second run on the output plans nothing.
 
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

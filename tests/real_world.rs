@@ -4,6 +4,8 @@
 //! Wheels are downloaded once, hash-pinned, into `$HOOKFENCE_CACHE` (default
 //! `~/.cache/hookfence`), never into the repository.
 
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
