@@ -237,10 +237,18 @@ pub fn run(
 
     let style = render::Style::new(settings.color_stdout);
     let err_style = render::Style::new(settings.color_stderr);
-    if settings.mode == Mode::Diff {
-        for file in &analysis.files {
-            render::write_diff(stdout, file, &style)?;
+    match settings.mode {
+        Mode::Diff => {
+            for file in &analysis.files {
+                render::write_diff(stdout, file, &style)?;
+            }
         }
+        Mode::Check => {
+            for line in render::unfenced(&analysis) {
+                writeln!(stdout, "{line}")?;
+            }
+        }
+        Mode::Apply => {}
     }
     stdout.flush()?;
     if !settings.quiet {

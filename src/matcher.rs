@@ -690,6 +690,13 @@ fn resolve_hook<'t>(
                 (Some(callee), Some(inner)) if ctx.is_partial(&callee) => {
                     resolve_hook(ctx, inner, site, depth + 1)
                 }
+                // An instance of a class defined in this file: its `__call__`.
+                (Some(callee), _)
+                    if let Some(class) = ctx.classes.get(&callee).and_then(|c| c.first())
+                        && let Some(def) = find_method(ctx, *class, "__call__", 0) =>
+                {
+                    Resolved::Def(def)
+                }
                 _ => Resolved::Unresolved(format!(
                     "hook is the value returned by `{}`",
                     short(node_text(expression, text))

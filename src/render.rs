@@ -121,6 +121,25 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
     lines
 }
 
+/// In `--check` mode, one line per hook that would be fenced:
+/// `path:line:col: unfenced offload hook Class.pre_forward (evidence)`.
+pub fn unfenced(analysis: &Analysis) -> Vec<String> {
+    let mut lines = Vec::new();
+    for file in &analysis.files {
+        for site in &file.sites {
+            if let Status::Unfenced { evidence } = &site.status {
+                lines.push(format!(
+                    "{}:{}: unfenced offload hook {} ({evidence})",
+                    file.path.display(),
+                    site.candidate.at,
+                    site.candidate.qualname
+                ));
+            }
+        }
+    }
+    lines
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
