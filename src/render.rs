@@ -43,7 +43,15 @@ pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::
     let old = format!("{bom}{}", file.source.text);
     let new = format!("{bom}{new_text}");
     let diff = TextDiff::from_lines(&old, &new);
-    let path = file.path.to_string_lossy().replace('\\', "/");
+    let mut path = file.path.to_string_lossy().into_owned();
+    if cfg!(windows) {
+        path = path.replace('\\', "/");
+    }
+    // As git does: a name with a space ends with a tab, so that `patch`
+    // does not cut it at the space.
+    if path.contains(' ') {
+        path.push('\t');
+    }
     let bold = AnsiStyle::new().bold();
     writeln!(out, "{}", style.paint(bold, &format!("--- a/{path}")))?;
     writeln!(out, "{}", style.paint(bold, &format!("+++ b/{path}")))?;

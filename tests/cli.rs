@@ -1,0 +1,1391 @@
+//! End-to-end tests of the command-line contract: the real binary, run on
+//! throwaway projects in temporary directories.
+
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
+
+/// Longest any single command may run before the test fails (a hang, e.g. a
+/// FIFO being opened, must fail the test rather than stall the suite).
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A throwaway project directory.
+struct Project {
+    dir: TempDir,
+}
+
+impl Project {
+    /// Creates a project holding `files`, given as (relative path, bytes).
+    fn new(files: &[(&str, &[u8])]) -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().expect("create temp dir"),
+        };
+        for (rel, bytes) in files {
+            project.write(rel, bytes);
+        }
+        project
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).unwrap();
+        }
+        fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    fn read(&self, rel: &str) -> Vec<u8> {
+        fs::read(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    fn read_str(&self, rel: &str) -> String {
+        String::from_utf8(self.read(rel)).unwrap()
+    }
+
+    fn chmod(&self, rel: &str, mode: u32) {
+        fs::set_permissions(self.path(rel), fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn mode(&self, rel: &str) -> u32 {
+        fs::metadata(self.path(rel)).unwrap().permissions().mode() & 0o7777
+    }
+
+    fn mkfifo(&self, rel: &str) {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let status = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("run mkfifo");
+        assert!(status.success(), "mkfifo {} failed", path.display());
+    }
+
+    fn symlink(&self, target: &str, link: &str) {
+        let path = self.path(link);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, path).unwrap();
+    }
+
+    /// A hookfence command with its cwd at the project root.
+    fn cmd(&self) -> Cmd {
+        let mut cmd = Cmd::new(BIN, self.root());
+        cmd.env_remove("NO_COLOR");
+        cmd
+    }
+
+    /// Runs hookfence with `args` at the project root.
+    fn run(&self, args: &[&str]) -> Run {
+        self.cmd().args(args).run()
+    }
+
+    /// Runs `git` at the project root and asserts it succeeded.
+    fn git(&self, args: &[&str]) -> Run {
+        let run = git_cmd(self.root()).args(args).run();
+        assert_eq!(run.code, Some(0), "git {args:?} failed:\n{run}");
+        run
+    }
+
+    /// Makes the project a git work tree.
+    fn git_init(&self) {
+        self.git(&["-c", "init.defaultBranch=main", "init", "-q"]);
+    }
+
+    /// Copies the project's regular files (with their permissions) into a
+    /// new project.
+    fn copy(&self) -> Project {
+        let copy = Project::new(&[]);
+        for (rel, state) in self.snapshot().0 {
+            if let Kind::File(bytes) = &state.kind {
+                let rel = rel.to_str().unwrap();
+                copy.write(rel, bytes);
+                copy.chmod(rel, state.mode);
+            }
+        }
+        copy
+    }
+
+    /// Every entry below the root (except `.git`), with what identifies a
+    /// change: bytes, mtime, inode, mode, kind.
+    fn snapshot(&self) -> Snapshot {
+        let mut entries = BTreeMap::new();
+        snapshot_into(self.root(), self.root(), &mut entries);
+        Snapshot(entries)
+    }
+
+    /// Just the regular files' bytes.
+    fn contents(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        self.snapshot()
+            .0
+            .into_iter()
+            .filter_map(|(rel, s)| match s.kind {
+                Kind::File(bytes) => Some((rel, bytes)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    File(Vec<u8>),
+    Dir,
+    Symlink(PathBuf),
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EntryState {
+    kind: Kind,
+    mtime: SystemTime,
+    ino: u64,
+    mode: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Snapshot(BTreeMap<PathBuf, EntryState>);
+
+impl Snapshot {
+    fn get(&self, rel: &str) -> &EntryState {
+        self.0
+            .get(Path::new(rel))
+            .unwrap_or_else(|| panic!("{rel} not in snapshot"))
+    }
+
+    /// Asserts that nothing at all changed between two snapshots, naming
+    /// what did.
+    fn assert_same(&self, after: &Snapshot, what: &str) {
+        let changed: Vec<_> = self
+            .0
+            .keys()
+            .chain(after.0.keys())
+            .filter(|k| self.0.get(*k) != after.0.get(*k))
+            .collect();
+        assert!(
+            changed.is_empty(),
+            "{what}: entries changed on disk: {changed:?}"
+        );
+    }
+}
+
+fn snapshot_into(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, EntryState>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let rel = path.strip_prefix(root).unwrap().to_path_buf();
+        if rel == Path::new(".git") {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let kind = if meta.file_type().is_symlink() {
+            Kind::Symlink(fs::read_link(&path).unwrap())
+        } else if meta.is_dir() {
+            Kind::Dir
+        } else if meta.is_file() {
+            Kind::File(fs::read(&path).unwrap())
+        } else {
+            Kind::Other
+        };
+        let is_dir = kind == Kind::Dir;
+        out.insert(
+            rel,
+            EntryState {
+                kind,
+                // A directory's mtime changes whenever a temporary file comes
+                // and goes; files are what matter.
+                mtime: if is_dir {
+                    SystemTime::UNIX_EPOCH
+                } else {
+                    meta.modified().unwrap()
+                },
+                ino: meta.ino(),
+                mode: meta.mode() & 0o7777,
+            },
+        );
+        if is_dir {
+            snapshot_into(root, &path, out);
+        }
+    }
+}
+
+/// A command to run with a timeout and captured output.
+struct Cmd {
+    command: Command,
+}
+
+impl Cmd {
+    fn new(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Cmd {
+        let mut command = Command::new(program);
+        command.current_dir(cwd);
+        Cmd { command }
+    }
+
+    fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Cmd {
+        self.command.arg(arg);
+        self
+    }
+
+    fn args<I, S>(mut self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Cmd {
+        self.command.env(key, value);
+        self
+    }
+
+    fn env_remove(&mut self, key: &str) {
+        self.command.env_remove(key);
+    }
+
+    fn current_dir(mut self, dir: impl AsRef<Path>) -> Cmd {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Runs to completion (stdin closed, stdout/stderr piped), failing the
+    /// test if it takes longer than [`TIMEOUT`].
+    fn run(mut self) -> Run {
+        let mut child = self
+            .command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.command));
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                pipe.read_to_end(&mut buf).unwrap();
+                buf
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{:?} did not finish within {TIMEOUT:?}", self.command);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Run {
+            stdout: stdout.join().unwrap(),
+            stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
+            code: status.code(),
+        }
+    }
+}
+
+fn git_cmd(cwd: &Path) -> Cmd {
+    // Keep the user's and the system's git configuration out, and stop git
+    // from finding a repository above the temporary directory.
+    let ceiling = cwd.parent().unwrap_or(cwd).to_path_buf();
+    Cmd::new("git", cwd)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CEILING_DIRECTORIES", ceiling)
+}
+
+/// What a finished command left behind.
+struct Run {
+    stdout: Vec<u8>,
+    stderr: String,
+    code: Option<i32>,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            String::from_utf8_lossy(&self.stdout),
+            self.stderr
+        )
+    }
+}
+
+impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
+    }
+
+    /// Asserts the exit code, printing everything when it is wrong.
+    fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
+        self
+    }
+
+    /// The paths of the `--- a/<path>` diff headers, in output order, each
+    /// checked to be followed by its `+++ b/<path>`. A tab ends the name, as
+    /// in any unified diff.
+    fn diff_paths(&self) -> Vec<String> {
+        let stdout = String::from_utf8_lossy(&self.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        let name = |line: &str, prefix: &str| {
+            line.strip_prefix(prefix)
+                .map(|rest| rest.split('\t').next().unwrap_or(rest).to_owned())
+        };
+        let mut paths = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            if let Some(path) = name(line, "--- a/") {
+                assert_eq!(
+                    lines.get(i + 1).and_then(|l| name(l, "+++ b/")),
+                    Some(path.clone()),
+                    "`--- a/{path}` not followed by its `+++` header\n{self}"
+                );
+                paths.push(path);
+            }
+        }
+        paths
+    }
+
+    fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// The last stderr line: the summary.
+    fn summary(&self) -> &str {
+        self.stderr.lines().last().unwrap_or("")
+    }
+}
+
+fn has_ansi(bytes: &[u8]) -> bool {
+    bytes.windows(2).any(|w| w == b"\x1b[")
+}
+
+fn assert_no_temp_files(project: &Project) {
+    let leftovers: Vec<_> = project
+        .snapshot()
+        .0
+        .into_keys()
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".hookfence-") || n.ends_with(".tmp"))
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Python sources
+// ---------------------------------------------------------------------------
+
+/// One offload hook (`CpuOffload.pre_forward`) next to a base class whose
+/// hook does nothing and is not fenced.
+const HOOK: &str = r#"import torch
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// [`HOOK`] after hookfence.
+const HOOK_FENCED: &str = r#"import torch
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+class CpuOffload(ModelHook):
+    @torch.compiler.disable()
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// An accelerate-style hook with two offload entry points.
+const ALIGN: &str = r#"import torch
+from accelerate.hooks import ModelHook
+from accelerate.utils import send_to_device
+
+
+class AlignDevicesHook(ModelHook):
+    def __init__(self, execution_device=None):
+        self.execution_device = execution_device
+
+    def pre_forward(self, module, *args, **kwargs):
+        return send_to_device(args, self.execution_device), kwargs
+
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#;
+
+/// A hook that does no offload work: left alone, with a note.
+const NOT_OFFLOAD: &str = r#"import torch
+from accelerate.hooks import ModelHook
+
+
+class LoggingHook(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        print("forward", type(module).__name__)
+        return args, kwargs
+"#;
+
+/// A module docstring, no torch import, one offload hook.
+const DOC_NO_TORCH: &str = r#""""Hooks that move modules between devices."""
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// [`DOC_NO_TORCH`] after hookfence.
+const DOC_NO_TORCH_FENCED: &str = r#""""Hooks that move modules between devices."""
+import torch
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    @torch.compiler.disable()
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// [`HOOK`] followed by a syntax error on line 12. It holds a hook so that
+/// no shortcut can skip parsing it.
+fn syntax_error() -> String {
+    format!("{HOOK}\ndef f(:\n")
+}
+
+/// No hooks at all.
+const PLAIN: &str = "def helper(x):\n    return x + 1\n";
+
+/// `HOOK` with CRLF line endings.
+fn crlf(text: &str) -> String {
+    text.replace('\n', "\r\n")
+}
+
+/// `HOOK` without its final newline.
+fn no_final_newline(text: &str) -> String {
+    text.strip_suffix('\n').unwrap().to_owned()
+}
+
+// ---------------------------------------------------------------------------
+// 1. Dry run
+// ---------------------------------------------------------------------------
+
+#[test]
+fn dry_run_prints_sorted_diff_and_changes_nothing() {
+    let p = Project::new(&[
+        ("b.py", HOOK.as_bytes()),
+        ("a.py", HOOK.as_bytes()),
+        ("pkg/c.py", ALIGN.as_bytes()),
+        ("pkg/util.py", PLAIN.as_bytes()),
+        ("README.md", b"# demo\n"),
+    ]);
+    let before = p.snapshot();
+
+    let run = p.run(&[]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["a.py", "b.py", "pkg/c.py"], "\n{run}");
+    let stdout = run.stdout();
+    assert!(stdout.contains("+    @torch.compiler.disable()\n"), "{run}");
+    assert_eq!(
+        stdout.matches("+    @torch.compiler.disable()").count(),
+        4,
+        "one added line per offload hook\n{run}"
+    );
+    assert!(!stdout.contains("--- a/pkg/util.py"), "{run}");
+    let lines = run.stderr_lines();
+    assert_eq!(lines.len(), 1, "stderr is just the summary\n{run}");
+    assert!(
+        lines[0].starts_with("Would fence 4 hooks in 3 files"),
+        "{run}"
+    );
+    before.assert_same(&p.snapshot(), "dry run");
+
+    // Paths as given, relative to cwd, in sorted order whatever the argument order.
+    let run = p.run(&["pkg", "b.py", "./a.py"]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["a.py", "b.py", "pkg/c.py"], "\n{run}");
+    let run = p.run(&["./pkg"]);
+    assert_eq!(run.diff_paths(), ["pkg/c.py"], "\n{run}");
+    let run = p.cmd().current_dir(p.path("pkg")).arg("c.py").run();
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["c.py"], "\n{run}");
+    let run = p.cmd().current_dir(p.path("pkg")).run();
+    assert_eq!(run.diff_paths(), ["c.py"], "\n{run}");
+
+    before.assert_same(&p.snapshot(), "dry runs");
+}
+
+#[test]
+fn dry_run_with_nothing_to_do_prints_no_diff() {
+    let p = Project::new(&[("a.py", HOOK_FENCED.as_bytes()), ("b.py", PLAIN.as_bytes())]);
+    let run = p.run(&[]);
+    run.expect_code(0);
+    assert!(run.stdout.is_empty(), "{run}");
+    assert!(
+        run.summary().starts_with("Would fence 0 hooks in 0 files"),
+        "{run}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 2. The diff applies, and gives what --apply gives
+// ---------------------------------------------------------------------------
+
+#[test]
+fn diff_applies_with_git_and_patch_and_matches_apply() {
+    let mut latin1 = b"# -*- coding: latin-1 -*-\n# Auteur: Ren\xE9\n".to_vec();
+    latin1.extend_from_slice(HOOK.as_bytes());
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(HOOK.as_bytes());
+    // BOM, CRLF and no torch import: the first line is in the hunk.
+    let mut bom_crlf = b"\xEF\xBB\xBF".to_vec();
+    bom_crlf.extend_from_slice(crlf(DOC_NO_TORCH).as_bytes());
+    let p = Project::new(&[
+        ("crlf.py", crlf(HOOK).as_bytes()),
+        ("no_newline.py", no_final_newline(ALIGN).as_bytes()),
+        ("no_newline_hook_last.py", no_final_newline(HOOK).as_bytes()),
+        ("pkg/align.py", ALIGN.as_bytes()),
+        ("pkg/latin1.py", &latin1),
+        ("pkg/bom.py", &bom),
+        ("pkg/bom_crlf.py", &bom_crlf),
+        ("pkg/plain.py", PLAIN.as_bytes()),
+    ]);
+    let applied = p.copy();
+    let original = p.contents();
+
+    let run = p.run(&[]);
+    run.expect_code(0);
+    assert_eq!(
+        run.diff_paths(),
+        [
+            "crlf.py",
+            "no_newline.py",
+            "no_newline_hook_last.py",
+            "pkg/align.py",
+            "pkg/bom.py",
+            "pkg/bom_crlf.py",
+            "pkg/latin1.py"
+        ],
+        "\n{run}"
+    );
+    let patch_dir = tempfile::tempdir().unwrap();
+    let patch = patch_dir.path().join("fence.patch");
+    fs::write(&patch, &run.stdout).unwrap();
+
+    let check = git_cmd(p.root())
+        .args(["apply", "--check"])
+        .arg(&patch)
+        .run();
+    assert_eq!(check.code, Some(0), "git apply --check\n{check}");
+    let dry = Cmd::new("patch", p.root())
+        .args(["-p1", "--dry-run", "--batch", "-i"])
+        .arg(&patch)
+        .run();
+    assert_eq!(dry.code, Some(0), "patch -p1 --dry-run\n{dry}");
+    assert!(!dry.stderr.contains("Stripping trailing CRs"), "{dry}");
+    assert_eq!(p.contents(), original, "checks changed files");
+
+    let apply = git_cmd(p.root()).arg("apply").arg(&patch).run();
+    assert_eq!(apply.code, Some(0), "git apply\n{apply}");
+
+    let run = applied.run(&["--apply"]);
+    run.expect_code(0);
+    let patched = p.contents();
+    let written = applied.contents();
+    for (path, bytes) in &written {
+        assert_eq!(
+            patched.get(path).map(|b| String::from_utf8_lossy(b)),
+            Some(String::from_utf8_lossy(bytes)),
+            "{}: git apply and --apply disagree",
+            path.display()
+        );
+    }
+    assert_eq!(patched, written);
+    assert_ne!(written, original, "--apply changed something");
+
+    // The special cases came out right.
+    assert_eq!(
+        applied.read_str("crlf.py"),
+        crlf(HOOK_FENCED),
+        "CRLF kept, also on the inserted line"
+    );
+    assert_eq!(
+        applied.read_str("no_newline_hook_last.py"),
+        no_final_newline(HOOK_FENCED)
+    );
+    assert!(!applied.read("no_newline.py").ends_with(b"\n"));
+    assert!(applied.read("pkg/bom.py").starts_with(b"\xEF\xBB\xBF"));
+    let mut expected = b"\xEF\xBB\xBF".to_vec();
+    expected.extend_from_slice(crlf(DOC_NO_TORCH_FENCED).as_bytes());
+    assert_eq!(
+        String::from_utf8_lossy(&applied.read("pkg/bom_crlf.py")),
+        String::from_utf8_lossy(&expected)
+    );
+    assert!(
+        applied
+            .read("pkg/latin1.py")
+            .windows(5)
+            .any(|w| w == b"Ren\xE9\n"),
+        "latin-1 bytes kept"
+    );
+    assert_eq!(applied.read("pkg/plain.py"), PLAIN.as_bytes());
+}
+
+/// Runs the dry run on `p` and checks that `git apply --check` and
+/// `patch -p1 --dry-run` both take its diff.
+fn assert_diff_applies(p: &Project) {
+    let run = p.run(&["-q"]);
+    run.expect_code(0);
+    assert!(!run.stdout.is_empty(), "{run}");
+    let patch_dir = tempfile::tempdir().unwrap();
+    let patch = patch_dir.path().join("fence.patch");
+    fs::write(&patch, &run.stdout).unwrap();
+    let check = git_cmd(p.root())
+        .args(["apply", "--check"])
+        .arg(&patch)
+        .run();
+    assert_eq!(check.code, Some(0), "git apply --check\n{check}\n{run}");
+    let dry = Cmd::new("patch", p.root())
+        .args(["-p1", "--dry-run", "--batch", "-i"])
+        .arg(&patch)
+        .run();
+    assert_eq!(dry.code, Some(0), "patch -p1 --dry-run\n{dry}\n{run}");
+}
+
+#[test]
+fn diff_with_non_ascii_path_applies() {
+    assert_diff_applies(&Project::new(&[("caf\u{e9}/hook.py", HOOK.as_bytes())]));
+}
+
+// Known bug: the headers are `--- a/my dir/my hook.py` with nothing after the
+// name. git apply takes that, GNU patch does not ("can't find file to
+// patch"): it ends an unquoted name at whitespace unless a tab follows the
+// name, as `diff -u` and `git diff` write it (`--- a/my dir/my hook.py\t`).
+#[test]
+fn diff_with_spaces_in_path_applies() {
+    assert_diff_applies(&Project::new(&[("my dir/my hook.py", HOOK.as_bytes())]));
+}
+
+// Known bug: render.rs turns every `\` of the path into `/` (meant for
+// Windows separators), so on Unix the file `we\ird.py` gets the header
+// `--- a/we/ird.py` and the diff names a file that does not exist.
+#[test]
+fn diff_with_backslash_in_file_name_applies() {
+    assert_diff_applies(&Project::new(&[("we\\ird.py", HOOK.as_bytes())]));
+}
+
+// ---------------------------------------------------------------------------
+// 3. --apply
+// ---------------------------------------------------------------------------
+
+#[test]
+fn apply_writes_atomically_and_keeps_permissions() {
+    let tool = format!("#!/usr/bin/env python3\n{HOOK}");
+    let p = Project::new(&[
+        ("hooks.py", HOOK.as_bytes()),
+        ("bin/tool.py", tool.as_bytes()),
+        ("plain.py", PLAIN.as_bytes()),
+        ("pkg/notes.txt", HOOK.as_bytes()),
+        ("pkg/fenced.py", HOOK_FENCED.as_bytes()),
+    ]);
+    p.chmod("hooks.py", 0o640);
+    p.chmod("bin/tool.py", 0o755);
+    let before = p.snapshot();
+
+    let run = p.run(&["--apply"]);
+    run.expect_code(0);
+    assert!(run.stdout.is_empty(), "--apply prints no diff\n{run}");
+    assert!(
+        run.summary().starts_with("Fenced 2 hooks in 2 files"),
+        "{run}"
+    );
+
+    assert_eq!(p.read_str("hooks.py"), HOOK_FENCED);
+    assert_eq!(
+        p.read_str("bin/tool.py"),
+        format!("#!/usr/bin/env python3\n{HOOK_FENCED}")
+    );
+    assert_eq!(p.mode("hooks.py"), 0o640);
+    assert_eq!(p.mode("bin/tool.py"), 0o755);
+    assert_no_temp_files(&p);
+
+    let after = p.snapshot();
+    for untouched in ["plain.py", "pkg/notes.txt", "pkg/fenced.py"] {
+        assert_eq!(
+            before.get(untouched),
+            after.get(untouched),
+            "{untouched} was touched"
+        );
+    }
+
+    // Idempotent: a second run changes nothing at all.
+    let run = p.run(&["--apply"]);
+    run.expect_code(0);
+    assert!(
+        run.summary().starts_with("Fenced 0 hooks in 0 files"),
+        "{run}"
+    );
+    after.assert_same(&p.snapshot(), "second --apply");
+
+    let run = p.run(&["--check"]);
+    run.expect_code(0);
+    assert!(
+        run.summary().starts_with("No unfenced offload hooks"),
+        "{run}"
+    );
+    let run = p.run(&[]);
+    run.expect_code(0);
+    assert!(run.stdout.is_empty(), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 4. --check
+// ---------------------------------------------------------------------------
+
+#[test]
+fn check_exits_1_on_unfenced_hook_and_writes_nothing() {
+    let p = Project::new(&[("a.py", HOOK.as_bytes()), ("b.py", HOOK_FENCED.as_bytes())]);
+    let before = p.snapshot();
+    let run = p.run(&["--check"]);
+    run.expect_code(1);
+    assert!(
+        run.summary()
+            .starts_with("1 offload hook unfenced in 1 file"),
+        "{run}"
+    );
+    before.assert_same(&p.snapshot(), "--check");
+    assert_no_temp_files(&p);
+
+    // Only the unfenced file matters.
+    p.run(&["--check", "b.py"]).expect_code(0);
+    p.run(&["--check", "a.py"]).expect_code(1);
+}
+
+#[test]
+fn check_exits_0_on_clean_tree() {
+    let p = Project::new(&[
+        ("a.py", HOOK_FENCED.as_bytes()),
+        ("b.py", PLAIN.as_bytes()),
+        ("c.py", NOT_OFFLOAD.as_bytes()),
+    ]);
+    let run = p.run(&["--check"]);
+    run.expect_code(0);
+    assert!(
+        run.summary().starts_with("No unfenced offload hooks"),
+        "{run}"
+    );
+    // An empty directory is clean too.
+    let empty = Project::new(&[]);
+    empty.run(&["--check"]).expect_code(0);
+}
+
+#[test]
+fn check_with_all_hooks_counts_hooks_without_offload_work() {
+    let p = Project::new(&[("c.py", NOT_OFFLOAD.as_bytes())]);
+    p.run(&["--check"]).expect_code(0);
+    p.run(&["--check", "--all-hooks"]).expect_code(1);
+}
+
+#[test]
+fn check_and_apply_together_is_a_usage_error() {
+    let p = Project::new(&[("a.py", HOOK.as_bytes())]);
+    let before = p.snapshot();
+    for args in [["--check", "--apply"], ["--apply", "--check"]] {
+        let run = p.run(&args);
+        run.expect_code(2);
+        assert!(run.stdout.is_empty(), "{run}");
+        assert!(run.stderr.contains("--check"), "{run}");
+        assert!(run.stderr.contains("--apply"), "{run}");
+        assert!(run.stderr.contains("Usage:"), "{run}");
+    }
+    before.assert_same(&p.snapshot(), "usage error");
+    // Other usage errors are 2 as well.
+    p.run(&["--no-such-flag"]).expect_code(2);
+    p.run(&["--color", "sometimes"]).expect_code(2);
+    p.run(&["-j", "many"]).expect_code(2);
+    before.assert_same(&p.snapshot(), "usage errors");
+}
+
+// ---------------------------------------------------------------------------
+// 5. Errors
+// ---------------------------------------------------------------------------
+
+/// The stderr line that reports `path` at `line:<col>`, checked to have the
+/// shape `path:line:col: message — left unchanged`.
+fn error_line<'a>(run: &'a Run, path: &str, line: usize) -> &'a str {
+    let prefix = format!("{path}:{line}:");
+    let found = run
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.contains(&prefix))
+        .unwrap_or_else(|| panic!("no error for {prefix}\n{run}"));
+    let rest = &found[found.find(&prefix).unwrap() + prefix.len()..];
+    let (col, msg) = rest.split_once(": ").unwrap_or(("", ""));
+    assert!(
+        col.parse::<usize>().is_ok_and(|c| c >= 1),
+        "no column in {found:?}"
+    );
+    assert!(!msg.is_empty(), "no message in {found:?}");
+    assert!(
+        found.ends_with(" \u{2014} left unchanged"),
+        "no `— left unchanged` tail in {found:?}"
+    );
+    found
+}
+
+#[test]
+fn bad_files_are_reported_and_left_alone_while_good_ones_are_fixed() {
+    // Both bad files hold a hook, so being rewritten would show.
+    let syntax = syntax_error();
+    let mut invalid = b"import torch\n# caf\xE9\n".to_vec();
+    invalid.extend_from_slice(HOOK.strip_prefix("import torch\n").unwrap().as_bytes());
+    let p = Project::new(&[
+        ("bad_syntax.py", syntax.as_bytes()),
+        ("bad_utf8.py", &invalid),
+        ("good.py", HOOK.as_bytes()),
+    ]);
+
+    // Dry run: the good file's diff, the errors, exit 2.
+    let run = p.run(&[]);
+    run.expect_code(2);
+    assert_eq!(run.diff_paths(), ["good.py"], "\n{run}");
+    error_line(&run, "bad_syntax.py", 12);
+    let utf8 = error_line(&run, "bad_utf8.py", 2);
+    assert!(utf8.contains("bad_utf8.py:2:6: "), "{utf8:?}");
+    assert!(run.summary().contains("2 skipped"), "{run}");
+
+    // --apply: the good file is rewritten, the bad ones are not.
+    let run = p.run(&["--apply"]);
+    run.expect_code(2);
+    error_line(&run, "bad_syntax.py", 12);
+    error_line(&run, "bad_utf8.py", 2);
+    assert_eq!(p.read("bad_syntax.py"), syntax.as_bytes());
+    assert_eq!(p.read("bad_utf8.py"), invalid);
+    assert_eq!(p.read_str("good.py"), HOOK_FENCED);
+    assert_no_temp_files(&p);
+
+    // --check still reports errors with 2, not 1.
+    p.write("good.py", HOOK);
+    p.run(&["--check"]).expect_code(2);
+}
+
+#[test]
+fn nonexistent_path_is_an_error_but_the_rest_is_processed() {
+    let p = Project::new(&[("good.py", HOOK.as_bytes())]);
+    let run = p.run(&["missing.py"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("missing.py"), "{run}");
+
+    let run = p.run(&["--apply", "missing_dir", "good.py"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("missing_dir"), "{run}");
+    assert_eq!(p.read_str("good.py"), HOOK_FENCED);
+    assert!(!p.path("missing_dir").exists());
+}
+
+#[test]
+fn fifo_in_a_walked_directory_is_skipped_without_hanging() {
+    let p = Project::new(&[("d/good.py", HOOK.as_bytes())]);
+    p.mkfifo("d/x.py");
+
+    let run = p.run(&["d"]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["d/good.py"], "\n{run}");
+
+    let run = p.run(&["--apply", "d"]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("d/good.py"), HOOK_FENCED);
+    assert!(
+        fs::symlink_metadata(p.path("d/x.py"))
+            .unwrap()
+            .file_type()
+            .is_fifo(),
+        "the FIFO is still a FIFO"
+    );
+}
+
+#[test]
+fn fifo_named_explicitly_is_not_a_regular_file() {
+    let p = Project::new(&[("good.py", HOOK.as_bytes())]);
+    p.mkfifo("x.py");
+    let run = p.run(&["x.py", "good.py"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr_lines()
+            .iter()
+            .any(|l| l.contains("x.py: not a regular file")),
+        "{run}"
+    );
+    assert_eq!(run.diff_paths(), ["good.py"], "\n{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 6. Discovery
+// ---------------------------------------------------------------------------
+
+#[test]
+fn discovery_honours_gitignore_hidden_dirs_and_extensions() {
+    let p = Project::new(&[
+        (".gitignore", b"build/\n*.gen.py\n"),
+        ("build/hook.py", HOOK.as_bytes()),
+        ("src/model.gen.py", HOOK.as_bytes()),
+        (".venv/lib/site.py", HOOK.as_bytes()),
+        (".hidden.py", HOOK.as_bytes()),
+        ("src/hook.py", HOOK.as_bytes()),
+        ("src/hook.txt", HOOK.as_bytes()),
+        ("src/hook.pyi", HOOK.as_bytes()),
+        ("src/hook.py.bak", HOOK.as_bytes()),
+        ("src/Makefile", HOOK.as_bytes()),
+        ("scripts/train", HOOK.as_bytes()),
+    ]);
+    p.git_init();
+
+    let run = p.run(&[]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["src/hook.py"], "\n{run}");
+    assert!(run.summary().contains("1 file scanned"), "{run}");
+
+    let run = p.run(&["src"]);
+    assert_eq!(run.diff_paths(), ["src/hook.py"], "\n{run}");
+
+    // Named explicitly: processed whatever the ignore rules say.
+    let run = p.run(&[
+        "build/hook.py",
+        ".venv/lib/site.py",
+        "src/model.gen.py",
+        "src",
+    ]);
+    run.expect_code(0);
+    assert_eq!(
+        run.diff_paths(),
+        [
+            ".venv/lib/site.py",
+            "build/hook.py",
+            "src/hook.py",
+            "src/model.gen.py"
+        ],
+        "\n{run}"
+    );
+
+    // Whatever its name, too.
+    let run = p.run(&["scripts/train", "src/hook.pyi"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.diff_paths(),
+        ["scripts/train", "src/hook.pyi"],
+        "\n{run}"
+    );
+
+    let run = p.run(&["--apply", "build/hook.py", "scripts/train"]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("build/hook.py"), HOOK_FENCED);
+    assert_eq!(p.read_str("scripts/train"), HOOK_FENCED);
+    assert_eq!(p.read_str("src/hook.py"), HOOK);
+    assert_eq!(p.read_str("src/hook.txt"), HOOK);
+}
+
+#[test]
+fn duplicate_paths_are_processed_once() {
+    let p = Project::new(&[("pkg/a.py", HOOK.as_bytes())]);
+    let run = p.run(&["pkg", "pkg/a.py", "./pkg/a.py"]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["pkg/a.py"], "\n{run}");
+    let run = p.run(&["--apply", "pkg", "pkg/a.py"]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("pkg/a.py"), HOOK_FENCED);
+}
+
+// ---------------------------------------------------------------------------
+// 7. Colour
+// ---------------------------------------------------------------------------
+
+fn colour_project() -> Project {
+    // A hook to diff plus a bad file, so both streams have something to colour.
+    Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("bad.py", syntax_error().as_bytes()),
+    ])
+}
+
+#[test]
+fn no_colour_when_not_a_terminal() {
+    let p = colour_project();
+    let run = p.run(&[]);
+    run.expect_code(2);
+    assert!(!run.stdout.is_empty());
+    assert!(!has_ansi(&run.stdout), "{run}");
+    assert!(!has_ansi(run.stderr.as_bytes()), "{run}");
+
+    let run = p.run(&["--color", "never"]);
+    assert!(
+        !has_ansi(&run.stdout) && !has_ansi(run.stderr.as_bytes()),
+        "{run}"
+    );
+
+    let run = p.cmd().env("NO_COLOR", "1").args(["--color", "auto"]).run();
+    assert!(
+        !has_ansi(&run.stdout) && !has_ansi(run.stderr.as_bytes()),
+        "{run}"
+    );
+}
+
+#[test]
+fn colour_always_colours_both_streams() {
+    let p = colour_project();
+    let run = p.run(&["--color", "always"]);
+    run.expect_code(2);
+    assert!(has_ansi(&run.stdout), "{run}");
+    assert!(has_ansi(run.stderr.as_bytes()), "{run}");
+    // An explicit request beats NO_COLOR.
+    let run = p
+        .cmd()
+        .env("NO_COLOR", "1")
+        .args(["--color", "always"])
+        .run();
+    assert!(has_ansi(&run.stdout), "{run}");
+    // Without the escapes, the coloured diff is the plain one.
+    let plain = p.run(&[]);
+    let stripped = regex::bytes::Regex::new(r"\x1b\[[0-9;]*m")
+        .unwrap()
+        .replace_all(&run.stdout, &b""[..])
+        .into_owned();
+    assert_eq!(stripped, plain.stdout);
+}
+
+/// Runs hookfence on a pseudo-terminal via util-linux `script`, so that
+/// `--color auto` sees a terminal.
+fn run_on_tty(p: &Project, no_color: Option<&str>, args: &str) -> Run {
+    let available = Command::new("script")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        available,
+        "this test needs util-linux `script` to get a pseudo-terminal"
+    );
+    let mut cmd = Cmd::new("script", p.root())
+        .args(["-q", "-e", "-c"])
+        .arg(format!("'{BIN}' {args}"))
+        .arg("/dev/null");
+    cmd.env_remove("NO_COLOR");
+    if let Some(value) = no_color {
+        cmd = cmd.env("NO_COLOR", value);
+    }
+    cmd.run()
+}
+
+#[test]
+fn colour_auto_on_a_terminal_respects_no_color() {
+    let p = Project::new(&[("a.py", HOOK.as_bytes())]);
+    let run = run_on_tty(&p, None, "--color auto");
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("a/a.py"),
+        "{run}"
+    );
+    assert!(has_ansi(&run.stdout), "auto colours a terminal\n{run}");
+
+    let run = run_on_tty(&p, Some("1"), "--color auto");
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("a/a.py"),
+        "{run}"
+    );
+    assert!(!has_ansi(&run.stdout), "NO_COLOR=1 turns it off\n{run}");
+
+    // NO_COLOR set but empty does not count (no-color.org).
+    let run = run_on_tty(&p, Some(""), "");
+    assert!(has_ansi(&run.stdout), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// 8. Quiet
+// ---------------------------------------------------------------------------
+
+#[test]
+fn quiet_suppresses_notes_and_summary() {
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("logging_hook.py", NOT_OFFLOAD.as_bytes()),
+    ]);
+    // Without -q: a note for the hook left alone, and the summary.
+    let loud = p.run(&[]);
+    loud.expect_code(0);
+    assert!(
+        loud.stderr_lines()
+            .iter()
+            .any(|l| l.starts_with("logging_hook.py:6:") && l.contains("LoggingHook.pre_forward")),
+        "{loud}"
+    );
+    assert!(loud.summary().starts_with("Would fence 1 hook"), "{loud}");
+
+    let quiet = p.run(&["-q"]);
+    quiet.expect_code(0);
+    assert_eq!(quiet.stderr, "", "{quiet}");
+    assert_eq!(quiet.stdout, loud.stdout, "-q keeps the diff");
+
+    let quiet = p.run(&["--quiet", "--apply"]);
+    quiet.expect_code(0);
+    assert_eq!(quiet.stderr, "", "{quiet}");
+    assert_eq!(p.read_str("a.py"), HOOK_FENCED);
+
+    let quiet = p.run(&["-q", "--check"]);
+    quiet.expect_code(0);
+    assert_eq!(quiet.stderr, "", "{quiet}");
+
+    // Errors still get through.
+    p.write("bad.py", syntax_error());
+    let quiet = p.run(&["-q"]);
+    quiet.expect_code(2);
+    assert!(quiet.stderr.contains("bad.py:12:"), "{quiet}");
+    assert!(!quiet.stderr.contains("LoggingHook"), "{quiet}");
+}
+
+// ---------------------------------------------------------------------------
+// 9. Help and version
+// ---------------------------------------------------------------------------
+
+#[test]
+fn help_documents_modes_and_exit_codes() {
+    let p = Project::new(&[]);
+    for flag in ["--help", "-h"] {
+        let run = p.run(&[flag]);
+        run.expect_code(0);
+        let help = run.stdout();
+        for needle in [
+            "Usage: hookfence",
+            "Mode:",
+            "Selection:",
+            "Output:",
+            "--apply",
+            "--check",
+            "--all-hooks",
+            "--quiet",
+            "--color",
+            "--jobs",
+            "Exit codes:",
+            "  0  ",
+            "  1  --check",
+            "  2  ",
+        ] {
+            assert!(help.contains(needle), "{flag} lacks {needle:?}\n{run}");
+        }
+    }
+}
+
+#[test]
+fn version_prints_the_crate_version() {
+    let p = Project::new(&[]);
+    for flag in ["--version", "-V"] {
+        let run = p.run(&[flag]);
+        run.expect_code(0);
+        assert_eq!(
+            run.stdout().trim_end(),
+            format!("hookfence {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 10. Symlinks
+// ---------------------------------------------------------------------------
+
+#[test]
+fn symlink_named_explicitly_is_written_through() {
+    let p = Project::new(&[("real/hooks.py", HOOK.as_bytes())]);
+    p.chmod("real/hooks.py", 0o640);
+    p.symlink("real/hooks.py", "link.py");
+
+    let run = p.run(&["link.py"]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["link.py"], "\n{run}");
+
+    let run = p.run(&["--apply", "link.py"]);
+    run.expect_code(0);
+    let meta = fs::symlink_metadata(p.path("link.py")).unwrap();
+    assert!(meta.file_type().is_symlink(), "link.py is still a symlink");
+    assert_eq!(
+        fs::read_link(p.path("link.py")).unwrap(),
+        Path::new("real/hooks.py")
+    );
+    assert_eq!(p.read_str("real/hooks.py"), HOOK_FENCED);
+    assert_eq!(p.mode("real/hooks.py"), 0o640);
+    assert_no_temp_files(&p);
+}
+
+#[test]
+fn symlink_inside_a_walked_directory_is_not_followed() {
+    let p = Project::new(&[
+        ("outside/hooks.py", HOOK.as_bytes()),
+        ("outside/pkg/more.py", HOOK.as_bytes()),
+        ("src/own.py", PLAIN.as_bytes()),
+    ]);
+    p.symlink("../outside/hooks.py", "src/linked.py");
+    p.symlink("../outside/pkg", "src/linked_pkg");
+    let before = p.snapshot();
+
+    let run = p.run(&["src"]);
+    run.expect_code(0);
+    assert!(run.stdout.is_empty(), "{run}");
+    assert!(run.summary().contains("1 file scanned"), "{run}");
+
+    let run = p.run(&["--apply", "src"]);
+    run.expect_code(0);
+    before.assert_same(&p.snapshot(), "--apply on a directory with symlinks");
+}
+
+// ---------------------------------------------------------------------------
+// 11. Determinism
+// ---------------------------------------------------------------------------
+
+#[test]
+fn output_does_not_depend_on_thread_count() {
+    let mut files: Vec<(String, String)> = vec![(
+        "pkg/base.py".into(),
+        "import torch\nfrom accelerate.hooks import ModelHook\n\n\nclass OffloadBase(ModelHook):\n    def pre_forward(self, module, *args, **kwargs):\n        module.to(\"cuda\")\n        return args, kwargs\n".into(),
+    )];
+    for i in 0..20 {
+        let (path, text) = match i % 5 {
+            0 => (format!("pkg/m{i:02}.py"), HOOK.to_owned()),
+            1 => (format!("pkg/sub/m{i:02}.py"), ALIGN.to_owned()),
+            2 => (format!("m{i:02}.py"), NOT_OFFLOAD.to_owned()),
+            3 => (
+                format!("pkg/sub/deep/m{i:02}.py"),
+                format!(
+                    "import torch\nfrom pkg.base import OffloadBase\n\n\nclass Child{i}(OffloadBase):\n    def post_forward(self, module, output):\n        module.to(\"cpu\")\n        return output\n"
+                ),
+            ),
+            _ => (format!("z{i:02}.py"), crlf(HOOK)),
+        };
+        files.push((path, text));
+    }
+    let files: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_bytes()))
+        .collect();
+    let p = Project::new(&files);
+
+    let one = p.run(&["-j", "1"]);
+    one.expect_code(0);
+    assert!(one.diff_paths().len() >= 16, "\n{one}");
+    let mut sorted = one.diff_paths();
+    sorted.sort();
+    assert_eq!(one.diff_paths(), sorted);
+    for args in [&["-j", "2"][..], &["--jobs", "8"], &[]] {
+        for _ in 0..3 {
+            let other = p.run(args);
+            other.expect_code(0);
+            assert!(one.stdout == other.stdout, "{args:?}: stdout differs");
+            assert_eq!(one.stderr, other.stderr, "{args:?}: stderr differs");
+        }
+    }
+    let one = p.run(&["-j", "1", "--check"]);
+    let two = p.run(&["-j", "2", "--check"]);
+    assert_eq!((one.code, &one.stderr), (two.code, &two.stderr));
+}
+
+// ---------------------------------------------------------------------------
+// 12. `import torch` added when missing
+// ---------------------------------------------------------------------------
+
+#[test]
+fn import_torch_is_added_after_the_docstring() {
+    let source = r#""""Hooks that move modules between devices."""
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#;
+    let expected = r#""""Hooks that move modules between devices."""
+import torch
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    @torch.compiler.disable()
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    @torch.compiler.disable()
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#;
+    let p = Project::new(&[("hooks.py", source.as_bytes())]);
+    let run = p.run(&["--apply"]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("hooks.py"), expected);
+    assert_eq!(
+        p.read_str("hooks.py").matches("import torch").count(),
+        1,
+        "imported once for two hooks"
+    );
+    let run = p.run(&["--check"]);
+    run.expect_code(0);
+}
+
+#[test]
+fn import_torch_goes_after_a_multiline_docstring_and_future_import() {
+    let source = "#!/usr/bin/env python3\n\"\"\"Offload hooks.\n\nMore text.\n\"\"\"\nfrom __future__ import annotations\n\nfrom accelerate.hooks import ModelHook\n\n\nclass CpuOffload(ModelHook):\n    def pre_forward(self, module, *args, **kwargs):\n        module.to(\"cuda\")\n        return args, kwargs\n";
+    let p = Project::new(&[("hooks.py", source.as_bytes())]);
+    p.run(&["--apply"]).expect_code(0);
+    let text = p.read_str("hooks.py");
+    let import = text.find("import torch\n").expect("import torch added");
+    let future = text.find("from __future__ import annotations").unwrap();
+    let docstring_end = text.find("\"\"\"\nfrom").unwrap();
+    assert!(import > future, "after the __future__ import:\n{text}");
+    assert!(import > docstring_end, "after the docstring:\n{text}");
+    assert!(text.starts_with("#!/usr/bin/env python3\n"), "{text}");
+    assert!(
+        text.contains("    @torch.compiler.disable()\n    def pre_forward"),
+        "{text}"
+    );
+}
