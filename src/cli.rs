@@ -57,6 +57,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
     pub color: ColorChoice,
 
+    /// Parse every file, not only those that can hold a hook (slower; the
+    /// result is the same, except that syntax errors in files that cannot
+    /// matter are reported too).
+    #[arg(long, help_heading = "Performance")]
+    pub no_prefilter: bool,
+
     /// Worker threads (default: one per core).
     #[arg(short, long, value_name = "N", help_heading = "Performance")]
     pub jobs: Option<usize>,
@@ -72,6 +78,7 @@ pub struct Settings {
     pub color_stdout: bool,
     pub color_stderr: bool,
     pub jobs: Option<usize>,
+    pub prefilter: bool,
 }
 
 impl Settings {
@@ -111,6 +118,7 @@ impl Settings {
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(std::io::stderr().is_terminal()),
             jobs: args.jobs.filter(|&j| j > 0),
+            prefilter: !args.no_prefilter,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod matcher;
 pub mod parse;
 pub mod plan;
+pub mod prefilter;
 pub mod queries;
 pub mod render;
 pub mod resolve;
@@ -80,19 +81,49 @@ pub struct Analysis {
     pub scanned: usize,
 }
 
+/// What an analysis run looks for and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Fence hooks that do no offload work too.
+    pub all_hooks: bool,
+    /// Parse only files that can matter (see [`prefilter`]); off parses all.
+    pub prefilter: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            all_hooks: false,
+            prefilter: true,
+        }
+    }
+}
+
+/// A parsed file. The source is kept only where there is something to plan.
 struct Loaded {
     path: PathBuf,
-    source: Source,
+    source: Option<Source>,
     facts: FileFacts,
 }
 
-/// Reads, decodes, parses and matches one file.
-fn load(path: &Path) -> Result<Loaded, FileError> {
+/// What became of one file in one prefilter round.
+enum Outcome {
+    Parsed(Loaded),
+    /// Read fine, but holds no needle of this round: maybe a later one.
+    NotYet(PathBuf),
+    Failed(FileError),
+}
+
+fn read_source(path: &Path) -> Result<Source, FileError> {
     let raw = std::fs::read(path).map_err(|source| FileError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let source = Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))?;
+    Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))
+}
+
+/// Parses and matches one decoded file.
+fn load(path: &Path, source: Source) -> Result<Loaded, FileError> {
     let tree = parse::parse(&source.text).ok_or_else(|| FileError::Syntax {
         path: path.to_path_buf(),
         at: Position { line: 1, column: 1 },
@@ -106,21 +137,38 @@ fn load(path: &Path) -> Result<Loaded, FileError> {
         });
     }
     let facts = matcher::analyze(&tree, &source.text);
+    let keep = !facts.candidates.is_empty() || !facts.unresolved.is_empty();
     Ok(Loaded {
         path: path.to_path_buf(),
-        source,
+        source: keep.then_some(source),
         facts,
     })
 }
 
+/// Reads one file and parses it if `needles` (none: always) says it can matter.
+fn visit(path: &Path, needles: Option<&prefilter::Needles>) -> Outcome {
+    let source = match read_source(path) {
+        Ok(source) => source,
+        Err(err) => return Outcome::Failed(err),
+    };
+    if needles.is_some_and(|n| !n.is_match(&source.text)) {
+        return Outcome::NotYet(path.to_path_buf());
+    }
+    match load(path, source) {
+        Ok(loaded) => Outcome::Parsed(loaded),
+        Err(err) => Outcome::Failed(err),
+    }
+}
+
 /// Decides, plans and applies the fences for one file, and checks that the
 /// result still parses.
-fn finish(loaded: Loaded, index: &ClassIndex, all_hooks: bool) -> Result<FileReport, FileError> {
-    let Loaded {
-        path,
-        source,
-        mut facts,
-    } = loaded;
+fn finish(
+    path: PathBuf,
+    source: Source,
+    mut facts: FileFacts,
+    index: &ClassIndex,
+    all_hooks: bool,
+) -> Result<FileReport, FileError> {
     let sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
         .filter_map(|c| resolve::decide(c, index, all_hooks))
@@ -161,29 +209,55 @@ fn finish(loaded: Loaded, index: &ClassIndex, all_hooks: bool) -> Result<FileRep
 }
 
 /// Runs discovery, matching and planning over `paths`. Reads files; writes
-/// nothing.
-pub fn analyze(paths: &[PathBuf], all_hooks: bool) -> Analysis {
+/// nothing. The result does not depend on `options.prefilter` nor on the
+/// number of threads.
+pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let (files, mut errors) = discover::discover(paths);
-    let results: Vec<Result<Loaded, FileError>> = files.par_iter().map(|p| load(p)).collect();
-    let scanned = results.len();
+    let scanned = files.len();
 
-    let mut index = ClassIndex::default();
-    let mut interesting = Vec::new();
-    for result in results {
-        match result {
-            Ok(loaded) => {
-                index.add(&loaded.facts.classes);
-                if !loaded.facts.candidates.is_empty() || !loaded.facts.unresolved.is_empty() {
-                    interesting.push(loaded);
-                }
+    // Rounds of the prefilter: candidate names first, then the names of
+    // classes found to derive from a protocol base, until none is new.
+    let mut loaded: Vec<Loaded> = Vec::new();
+    let mut pending = files;
+    let mut searched = std::collections::BTreeSet::new();
+    let mut names = prefilter::candidate_names();
+    loop {
+        let needles = options.prefilter.then(|| prefilter::Needles::new(&names));
+        let outcomes: Vec<Outcome> = pending
+            .par_iter()
+            .map(|path| visit(path, needles.as_ref()))
+            .collect();
+        pending = Vec::new();
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Parsed(file) => loaded.push(file),
+                Outcome::NotYet(path) => pending.push(path),
+                Outcome::Failed(err) => errors.push(err),
             }
-            Err(err) => errors.push(err),
+        }
+        if !options.prefilter || pending.is_empty() {
+            break;
+        }
+        searched.extend(names);
+        names = prefilter::hook_class_names(loaded.iter().flat_map(|l| l.facts.classes.iter()))
+            .into_iter()
+            .filter(|n| !searched.contains(n))
+            .collect();
+        if names.is_empty() {
+            break;
         }
     }
 
-    let finished: Vec<Result<FileReport, FileError>> = interesting
+    // The index is built in path order whatever the rounds were.
+    loaded.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut index = ClassIndex::default();
+    for file in &loaded {
+        index.add(&file.facts.classes);
+    }
+    let finished: Vec<Result<FileReport, FileError>> = loaded
         .into_par_iter()
-        .map(|loaded| finish(loaded, &index, all_hooks))
+        .filter_map(|file| Some((file.path, file.source?, file.facts)))
+        .map(|(path, source, facts)| finish(path, source, facts, &index, options.all_hooks))
         .collect();
     let mut reports = Vec::new();
     for result in finished {
@@ -211,14 +285,20 @@ pub fn run(
     stdout: &mut dyn std::io::Write,
     stderr: &mut dyn std::io::Write,
 ) -> std::io::Result<i32> {
-    if let Some(jobs) = settings.jobs {
-        // Only the first call in a process takes effect; later ones (tests
-        // running in one process) keep the pool they have.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs)
-            .build_global();
-    }
-    let mut analysis = analyze(&settings.paths, settings.all_hooks);
+    let options = Options {
+        all_hooks: settings.all_hooks,
+        prefilter: settings.prefilter,
+    };
+    let mut analysis = match settings.jobs {
+        Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+            Ok(pool) => pool.install(|| analyze(&settings.paths, &options)),
+            Err(err) => {
+                writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
+                return Ok(exit::ERROR);
+            }
+        },
+        None => analyze(&settings.paths, &options),
+    };
 
     let mut written = 0;
     if settings.mode == Mode::Apply {

@@ -89,17 +89,24 @@ pub struct Queries {
     pub fences: Fences,
 }
 
+macro_rules! scm {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/queries/",
+            $name,
+            ".scm"
+        ))
+    };
+}
+
+/// Query sources the prefilter reads its names from.
+pub const HOOK_METHODS_SCM: &str = scm!("hook_methods");
+pub const REGISTRATIONS_SCM: &str = scm!("registrations");
+
 macro_rules! load {
     ($name:literal) => {
-        Compiled::new(
-            $name,
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/queries/",
-                $name,
-                ".scm"
-            )),
-        )
+        Compiled::new($name, scm!($name))
     };
 }
 

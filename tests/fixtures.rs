@@ -204,7 +204,7 @@ fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, all_hooks: 
     } else {
         copy.path().to_path_buf()
     };
-    let second = hookfence::analyze(&[target], all_hooks);
+    let second = hookfence::analyze(&[target], &options(all_hooks));
     assert!(second.errors.is_empty(), "{:?}", second.errors);
     for file in &second.files {
         assert!(
@@ -233,8 +233,15 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+fn options(all_hooks: bool) -> hookfence::Options {
+    hookfence::Options {
+        all_hooks,
+        ..hookfence::Options::default()
+    }
+}
+
 fn run_fixture(path: &Path, all_hooks: bool) -> String {
-    let analysis = hookfence::analyze(&[path.to_path_buf()], all_hooks);
+    let analysis = hookfence::analyze(&[path.to_path_buf()], &options(all_hooks));
     for file in &analysis.files {
         check_invariants(file);
     }
