@@ -7,7 +7,7 @@
 ;
 ; Rust turns each match into `bound name -> dotted path` and decides scope
 ; (module level or not) from the statement's ancestors. Relative imports
-; (`from . import x`) are left out: they never bind torch.
+; bind no torch name; the last pattern only notes that the file uses them.
 (import_statement
   name: (dotted_name) @import.module)
 
@@ -22,6 +22,23 @@
 
 (import_from_statement
   module_name: (dotted_name) @import.module
+  name: (aliased_import
+    name: (dotted_name) @import.name
+    alias: (identifier) @import.alias))
+
+; Relative imports: `from . import x`, `from .utils import y as z`. They bind
+; names like the others, and their presence tells how a package imports its
+; siblings, which the wrap strategy follows when it imports its helper.
+;
+; Captures:
+;   @import.relative  the relative module (`.`, `..utils`)
+;   @import.name, @import.alias  as above
+(import_from_statement
+  module_name: (relative_import) @import.relative
+  name: (dotted_name) @import.name)
+
+(import_from_statement
+  module_name: (relative_import) @import.relative
   name: (aliased_import
     name: (dotted_name) @import.name
     alias: (identifier) @import.alias))

@@ -22,6 +22,12 @@ Exit codes:
      still processed), or the command line was wrong";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    Decorate,
+    Wrap,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
     Always,
@@ -48,6 +54,26 @@ pub struct Args {
     /// Fence every hook, not only those that move, cast or sync module state.
     #[arg(long, help_heading = "Selection")]
     pub all_hooks: bool,
+
+    /// How to fence: `decorate` inserts @torch.compiler.disable(); `wrap`
+    /// inserts @no_compile from a helper module that also records each hook.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Decorate, value_name = "STRATEGY", help_heading = "Fence")]
+    pub strategy: StrategyArg,
+
+    /// The wrap strategy's helper module, as a dotted name (default:
+    /// `_no_compile` at the root of each top-level package).
+    #[arg(
+        long,
+        value_name = "DOTTED",
+        requires = "strategy",
+        help_heading = "Fence"
+    )]
+    pub helper_module: Option<String>,
+
+    /// Write a pytest module that imports every fenced hook and asserts torch
+    /// treats it as disabled (written in every mode).
+    #[arg(long, value_name = "PATH", help_heading = "Fence")]
+    pub emit_pytest: Option<PathBuf>,
 
     /// Print only the diff and errors: no notes, no summary.
     #[arg(short, long, help_heading = "Output")]
@@ -79,6 +105,9 @@ pub struct Settings {
     pub color_stderr: bool,
     pub jobs: Option<usize>,
     pub prefilter: bool,
+    pub strategy: crate::plan::Strategy,
+    pub helper_module: Option<String>,
+    pub emit_pytest: Option<PathBuf>,
 }
 
 impl Settings {
@@ -119,6 +148,12 @@ impl Settings {
             color_stderr: color(std::io::stderr().is_terminal()),
             jobs: args.jobs.filter(|&j| j > 0),
             prefilter: !args.no_prefilter,
+            strategy: match args.strategy {
+                StrategyArg::Decorate => crate::plan::Strategy::Decorate,
+                StrategyArg::Wrap => crate::plan::Strategy::Wrap,
+            },
+            helper_module: args.helper_module,
+            emit_pytest: args.emit_pytest,
         }
     }
 }

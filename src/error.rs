@@ -55,6 +55,9 @@ pub enum FileError {
 
     #[error("{}: cannot write: {source}", path.display())]
     Write { path: PathBuf, source: io::Error },
+
+    #[error("{what}")]
+    Helper { path: PathBuf, what: String },
 }
 
 impl FileError {
@@ -87,7 +90,8 @@ impl FileError {
             | FileError::Syntax { path, .. }
             | FileError::RewriteInvalid { path, .. }
             | FileError::ChangedOnDisk { path }
-            | FileError::Write { path, .. } => path,
+            | FileError::Write { path, .. }
+            | FileError::Helper { path, .. } => path,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod discover;
 pub mod edit;
 pub mod error;
+pub mod guard;
 pub mod matcher;
 pub mod parse;
 pub mod plan;
@@ -19,6 +20,7 @@ pub mod queries;
 pub mod render;
 pub mod resolve;
 pub mod source;
+pub mod wrap;
 pub mod write;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +66,10 @@ pub struct FileReport {
     pub new_text: Option<String>,
     /// Hooks whose fix overlapped another one and was not applied.
     pub conflicts: Vec<String>,
+    /// With the wrap strategy, the helper module this file's fences import.
+    pub helper: Option<wrap::Helper>,
+    /// Every `fullgraph=True` argument in the file.
+    pub fullgraph: Vec<Position>,
 }
 
 impl FileReport {
@@ -76,9 +82,18 @@ impl FileReport {
 #[derive(Debug, Default)]
 pub struct Analysis {
     pub files: Vec<FileReport>,
+    /// Files to create: the wrap strategy's helper modules, where missing.
+    pub created: Vec<NewFile>,
     pub errors: Vec<FileError>,
     /// How many files were read.
     pub scanned: usize,
+}
+
+/// A file hookfence creates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFile {
+    pub path: PathBuf,
+    pub text: String,
 }
 
 /// What an analysis run looks for and how.
@@ -88,6 +103,9 @@ pub struct Options {
     pub all_hooks: bool,
     /// Parse only files that can matter (see [`prefilter`]); off parses all.
     pub prefilter: bool,
+    pub strategy: plan::Strategy,
+    /// `--helper-module`: the wrap strategy's helper, as a dotted module name.
+    pub helper_module: Option<String>,
 }
 
 impl Default for Options {
@@ -95,6 +113,8 @@ impl Default for Options {
         Options {
             all_hooks: false,
             prefilter: true,
+            strategy: plan::Strategy::Decorate,
+            helper_module: None,
         }
     }
 }
@@ -109,8 +129,9 @@ struct Loaded {
 /// What became of one file in one prefilter round.
 enum Outcome {
     Parsed(Loaded),
-    /// Read fine, but holds no needle of this round: maybe a later one.
-    NotYet(PathBuf),
+    /// Read fine, but holds no needle of this round: maybe a later one. The
+    /// flag says whether it may pass `fullgraph=...` (see [`prefilter::mentions_fullgraph`]).
+    NotYet(PathBuf, bool),
     Failed(FileError),
 }
 
@@ -137,7 +158,8 @@ fn load(path: &Path, source: Source) -> Result<Loaded, FileError> {
         });
     }
     let facts = matcher::analyze(&tree, &source.text);
-    let keep = !facts.candidates.is_empty() || !facts.unresolved.is_empty();
+    let keep =
+        !facts.candidates.is_empty() || !facts.unresolved.is_empty() || !facts.fullgraph.is_empty();
     Ok(Loaded {
         path: path.to_path_buf(),
         source: keep.then_some(source),
@@ -152,7 +174,8 @@ fn visit(path: &Path, needles: Option<&prefilter::Needles>) -> Outcome {
         Err(err) => return Outcome::Failed(err),
     };
     if needles.is_some_and(|n| !n.is_match(&source.text)) {
-        return Outcome::NotYet(path.to_path_buf());
+        let fullgraph = prefilter::mentions_fullgraph(&source.text);
+        return Outcome::NotYet(path.to_path_buf(), fullgraph);
     }
     match load(path, source) {
         Ok(loaded) => Outcome::Parsed(loaded),
@@ -167,17 +190,31 @@ fn finish(
     source: Source,
     mut facts: FileFacts,
     index: &ClassIndex,
-    all_hooks: bool,
+    options: &Options,
 ) -> Result<FileReport, FileError> {
     let sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
-        .filter_map(|c| resolve::decide(c, index, all_hooks))
+        .filter_map(|c| resolve::decide(c, index, options.all_hooks))
         .collect();
     let to_fence: Vec<&HookSite> = sites
         .iter()
         .filter(|s| matches!(s.status, Status::Unfenced { .. }))
         .collect();
-    let fixes = plan::plan(&facts, &source.text, &to_fence);
+    let (spelling, helper) = match options.strategy {
+        plan::Strategy::Decorate => (plan::Spelling::decorate(&facts), None),
+        plan::Strategy::Wrap if to_fence.is_empty() => (plan::Spelling::decorate(&facts), None),
+        plan::Strategy::Wrap => {
+            let helper = wrap::Helper::for_file(&path, options.helper_module.as_deref()).map_err(
+                |what| FileError::Helper {
+                    path: path.clone(),
+                    what,
+                },
+            )?;
+            let line = helper.import_line(&path, facts.uses_relative_imports);
+            (plan::Spelling::wrap(&facts, line), Some(helper))
+        }
+    };
+    let fixes = plan::plan(&source.text, &to_fence, &spelling);
     let applied = edit::apply(&source.text, &fixes);
     let conflicts = applied
         .skipped
@@ -205,7 +242,30 @@ fn finish(
         unresolved: facts.unresolved,
         new_text,
         conflicts,
+        helper,
+        fullgraph: facts.fullgraph,
     })
+}
+
+/// The helper modules the wrap strategy needs and that do not exist yet, in
+/// the line ending of the first file that uses each.
+fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
+    let mut created: Vec<NewFile> = Vec::new();
+    for file in files {
+        let (Some(helper), Some(_)) = (&file.helper, &file.new_text) else {
+            continue;
+        };
+        if helper.path.exists() || created.iter().any(|c| c.path == helper.path) {
+            continue;
+        }
+        let ending = source::line_ending_at(&file.source.text, 0);
+        created.push(NewFile {
+            path: helper.path.clone(),
+            text: wrap::helper_source(ending),
+        });
+    }
+    created.sort_by(|a, b| a.path.cmp(&b.path));
+    created
 }
 
 /// Runs discovery, matching and planning over `paths`. Reads files; writes
@@ -219,6 +279,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     // classes found to derive from a protocol base, until none is new.
     let mut loaded: Vec<Loaded> = Vec::new();
     let mut pending = files;
+    let mut fullgraph_files = Vec::new();
     let mut searched = std::collections::BTreeSet::new();
     let mut names = prefilter::candidate_names();
     loop {
@@ -228,10 +289,16 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             .map(|path| visit(path, needles.as_ref()))
             .collect();
         pending = Vec::new();
+        fullgraph_files.clear();
         for outcome in outcomes {
             match outcome {
                 Outcome::Parsed(file) => loaded.push(file),
-                Outcome::NotYet(path) => pending.push(path),
+                Outcome::NotYet(path, fullgraph) => {
+                    if fullgraph {
+                        fullgraph_files.push(path.clone());
+                    }
+                    pending.push(path);
+                }
                 Outcome::Failed(err) => errors.push(err),
             }
         }
@@ -247,6 +314,21 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             break;
         }
     }
+    // `fullgraph=True` only matters where there are hooks: only then are the
+    // files that may pass it parsed for the note.
+    if loaded.iter().any(|l| !l.facts.candidates.is_empty()) {
+        let outcomes: Vec<Outcome> = fullgraph_files
+            .par_iter()
+            .map(|path| visit(path, None))
+            .collect();
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Parsed(file) => loaded.push(file),
+                Outcome::NotYet(..) => {}
+                Outcome::Failed(err) => errors.push(err),
+            }
+        }
+    }
 
     // The index is built in path order whatever the rounds were.
     loaded.sort_by(|a, b| a.path.cmp(&b.path));
@@ -257,12 +339,16 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let finished: Vec<Result<FileReport, FileError>> = loaded
         .into_par_iter()
         .filter_map(|file| Some((file.path, file.source?, file.facts)))
-        .map(|(path, source, facts)| finish(path, source, facts, &index, options.all_hooks))
+        .map(|(path, source, facts)| finish(path, source, facts, &index, options))
         .collect();
     let mut reports = Vec::new();
     for result in finished {
         match result {
-            Ok(report) if !report.sites.is_empty() || !report.unresolved.is_empty() => {
+            Ok(report)
+                if !report.sites.is_empty()
+                    || !report.unresolved.is_empty()
+                    || !report.fullgraph.is_empty() =>
+            {
                 reports.push(report)
             }
             Ok(_) => {}
@@ -272,6 +358,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     errors.sort_by(|a, b| a.path().cmp(b.path()));
     Analysis {
+        created: helpers_to_create(&reports),
         files: reports,
         errors,
         scanned,
@@ -288,6 +375,8 @@ pub fn run(
     let options = Options {
         all_hooks: settings.all_hooks,
         prefilter: settings.prefilter,
+        strategy: settings.strategy,
+        helper_module: settings.helper_module.clone(),
     };
     let mut analysis = match settings.jobs {
         Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
@@ -303,26 +392,61 @@ pub fn run(
     let mut written = 0;
     if settings.mode == Mode::Apply {
         let mut write_errors = Vec::new();
-        for file in &analysis.files {
-            if let Some(text) = &file.new_text {
-                match write::write_atomic(&file.path, &file.source.raw, &file.source.encode(text)) {
-                    Ok(()) => written += 1,
-                    Err(err) => write_errors.push(err),
+        // Helpers first: a file is rewritten to import its helper only once
+        // the helper exists.
+        let mut missing_helpers = Vec::new();
+        for created in &analysis.created {
+            match write::create_new(&created.path, created.text.as_bytes()) {
+                Ok(()) => written += 1,
+                Err(err) => {
+                    missing_helpers.push(created.path.clone());
+                    write_errors.push(err);
                 }
+            }
+        }
+        for file in &analysis.files {
+            let Some(text) = &file.new_text else { continue };
+            if let Some(helper) = file
+                .helper
+                .as_ref()
+                .filter(|h| missing_helpers.contains(&h.path))
+            {
+                write_errors.push(FileError::Helper {
+                    path: file.path.clone(),
+                    what: format!(
+                        "{}: not rewritten, its helper module {} could not be created",
+                        file.path.display(),
+                        helper.path.display()
+                    ),
+                });
+                continue;
+            }
+            match write::write_atomic(&file.path, &file.source.raw, &file.source.encode(text)) {
+                Ok(()) => written += 1,
+                Err(err) => write_errors.push(err),
             }
         }
         analysis.errors.extend(write_errors);
         analysis.errors.sort_by(|a, b| a.path().cmp(b.path()));
     }
+    if let Some(out) = &settings.emit_pytest {
+        let text = guard::pytest_module(&analysis, out);
+        let made_dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => std::fs::create_dir_all(dir).map_err(|source| FileError::Write {
+                path: out.clone(),
+                source,
+            }),
+            None => Ok(()),
+        };
+        if let Err(err) = made_dir.and_then(|()| write::replace(out, text.as_bytes())) {
+            analysis.errors.push(err);
+        }
+    }
 
     let style = render::Style::new(settings.color_stdout);
     let err_style = render::Style::new(settings.color_stderr);
     match settings.mode {
-        Mode::Diff => {
-            for file in &analysis.files {
-                render::write_diff(stdout, file, &style)?;
-            }
-        }
+        Mode::Diff => render::write_diffs(stdout, &analysis, &style)?,
         Mode::Check => {
             for line in render::unfenced(&analysis) {
                 writeln!(stdout, "{line}")?;
@@ -347,10 +471,11 @@ pub fn run(
         )?;
     }
 
-    let unfenced = analysis
-        .files
-        .iter()
-        .any(|f| f.new_text.is_some() || !f.conflicts.is_empty());
+    let unfenced = !analysis.created.is_empty()
+        || analysis
+            .files
+            .iter()
+            .any(|f| f.new_text.is_some() || !f.conflicts.is_empty());
     Ok(if !analysis.errors.is_empty() {
         exit::ERROR
     } else if settings.mode == Mode::Check && unfenced {

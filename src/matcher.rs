@@ -90,8 +90,17 @@ pub struct FileFacts {
     pub unresolved: Vec<Unresolved>,
     /// The module-level name bound to `torch`, if any (`torch`, or an alias).
     pub torch_name: Option<String>,
+    /// Names imports bind at module level, with the dotted path each stands for.
+    pub module_bindings: BTreeMap<String, String>,
     /// Where `import torch` goes when it is needed.
     pub import_at: usize,
+    /// Just past the last import of the imports that open the module: where
+    /// the wrap strategy imports its helper.
+    pub import_block_end: usize,
+    /// Whether the file imports its siblings relatively (`from .x import y`).
+    pub uses_relative_imports: bool,
+    /// Every `fullgraph=True` argument.
+    pub fullgraph: Vec<Position>,
 }
 
 /// Runs `query` over `node` and calls `each` with every match's captures.
@@ -136,13 +145,15 @@ fn position(text: &str, offset: usize) -> Position {
 }
 
 /// Whether a resolved dotted path is torch's disable (or a project's, such
-/// as DeepSpeed's `deepspeed.runtime.compiler.disable`).
+/// as DeepSpeed's `deepspeed.runtime.compiler.disable`), or the `no_compile`
+/// helper of the wrap strategy.
 fn is_disable_path(path: &str) -> bool {
     let mut segments = path.rsplit('.');
     matches!(
         (segments.next(), segments.next()),
         (Some("disable"), Some("compiler" | "_dynamo" | "dynamo"))
             | (Some("_disable_dynamo"), Some("torch"))
+            | (Some(crate::plan::WRAP_HELPER_FUNCTION), _)
     )
 }
 
@@ -153,6 +164,8 @@ struct Bindings {
     any_scope: HashMap<String, String>,
     /// Imports at module level (not under a def, a class or `if TYPE_CHECKING`).
     module_level: BTreeMap<String, String>,
+    /// Whether any `from .x import y` appears.
+    relative: bool,
 }
 
 impl Bindings {
@@ -160,7 +173,9 @@ impl Bindings {
         let q = &QUERIES.imports;
         let mut bindings = Bindings::default();
         for_each_match(&q.compiled.query, root, text, |captures| {
-            let Some(module) = capture(captures, q.module) else {
+            let relative = capture(captures, q.relative);
+            bindings.relative |= relative.is_some();
+            let Some(module) = capture(captures, q.module).or(relative) else {
                 return;
             };
             let module = strip_space(node_text(module, text));
@@ -457,11 +472,64 @@ fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Extracts every fact hookfence needs from a parsed file.
+/// Extracts every fact hookfence needs from a parsed file. Files with no
+/// protocol method and no register call stop after the class index and the
+/// `fullgraph=True` scan.
 pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
     let root = tree.root_node();
+
+    let mut class_facts = Vec::new();
+    let mut classes: HashMap<String, Vec<Node<'_>>> = HashMap::new();
+    let qc = &QUERIES.classes;
+    for_each_match(&qc.compiled.query, root, text, |captures| {
+        if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name)) {
+            let name = node_text(name, text).to_owned();
+            class_facts.push(ClassFact {
+                name: name.clone(),
+                bases: class_bases(def, text),
+            });
+            classes.entry(name).or_default().push(def);
+        }
+    });
+
+    let mut fullgraph = Vec::new();
+    let qg = &QUERIES.fullgraph;
+    for_each_match(&qg.compiled.query, root, text, |captures| {
+        if let Some(argument) = capture(captures, qg.argument) {
+            fullgraph.push(position(text, argument.start_byte()));
+        }
+    });
+
+    let mut hook_methods = Vec::new();
+    let qh = &QUERIES.hook_methods;
+    for_each_match(&qh.compiled.query, root, text, |captures| {
+        if let (Some(class), Some(def)) = (capture(captures, qh.class), capture(captures, qh.def)) {
+            hook_methods.push((class, def));
+        }
+    });
+    let mut registrations = Vec::new();
+    let qr = &QUERIES.registrations;
+    for_each_match(&qr.compiled.query, root, text, |captures| {
+        if let (Some(call), Some(arguments)) =
+            (capture(captures, qr.call), capture(captures, qr.arguments))
+        {
+            registrations.push((call, arguments));
+        }
+    });
+
+    let import_at = import_insertion_point(root, text);
+    if hook_methods.is_empty() && registrations.is_empty() {
+        return FileFacts {
+            classes: class_facts,
+            fullgraph,
+            import_at,
+            import_block_end: import_at,
+            ..FileFacts::default()
+        };
+    }
+
     let bindings = Bindings::collect(root, text);
-    let fences = collect_fences(root, text, &bindings);
+    let mut fences = collect_fences(root, text, &bindings);
 
     let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
     let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
@@ -484,23 +552,8 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
         }
     });
 
-    let mut class_facts = Vec::new();
-    let mut classes: HashMap<String, Vec<Node<'_>>> = HashMap::new();
-    let qc = &QUERIES.classes;
-    for_each_match(&qc.compiled.query, root, text, |captures| {
-        if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name)) {
-            let name = node_text(name, text).to_owned();
-            class_facts.push(ClassFact {
-                name: name.clone(),
-                bases: class_bases(def, text),
-            });
-            classes.entry(name).or_default().push(def);
-        }
-    });
-
     // `_compiler_disable = torch.compiler.disable` at module level: an alias
     // of a fence is a fence.
-    let mut fences = fences;
     for (name, list) in &assignments {
         for (assignment, value) in list {
             if binding_scope(*assignment).is_none()
@@ -526,12 +579,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
     let mut candidates: BTreeMap<usize, Candidate> = BTreeMap::new();
     let mut unresolved = Vec::new();
 
-    let qh = &QUERIES.hook_methods;
-    for_each_match(&qh.compiled.query, root, text, |captures| {
-        let (Some(class), Some(def)) = (capture(captures, qh.class), capture(captures, qh.def))
-        else {
-            return;
-        };
+    for (class, def) in hook_methods {
         let class_name = class
             .child_by_field_name("name")
             .map_or("", |n| node_text(n, text))
@@ -542,15 +590,9 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
             class: class_name,
         });
         candidates.insert(def.start_byte(), candidate);
-    });
+    }
 
-    let qr = &QUERIES.registrations;
-    for_each_match(&qr.compiled.query, root, text, |captures| {
-        let (Some(call), Some(arguments)) =
-            (capture(captures, qr.call), capture(captures, qr.arguments))
-        else {
-            return;
-        };
+    for (call, arguments) in registrations {
         let at = position(text, call.start_byte());
         let Some(hook) = hook_argument(arguments, text) else {
             unresolved.push(Unresolved {
@@ -558,7 +600,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
                 what: "hook passed in a form hookfence cannot follow (`*args` or `**kwargs`)"
                     .to_owned(),
             });
-            return;
+            continue;
         };
         match resolve_hook(&ctx, hook, call, 0) {
             Resolved::Def(def) => {
@@ -584,14 +626,18 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
             }
             Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
         }
-    });
+    }
 
     FileFacts {
         classes: class_facts,
         candidates: candidates.into_values().collect(),
         unresolved,
         torch_name: ctx.bindings.torch_name(),
-        import_at: import_insertion_point(root, text),
+        uses_relative_imports: ctx.bindings.relative,
+        module_bindings: ctx.bindings.module_level,
+        import_at,
+        import_block_end: import_block_end(root, text).unwrap_or(import_at),
+        fullgraph,
     }
 }
 
@@ -995,4 +1041,23 @@ fn import_insertion_point(root: Node<'_>, text: &str) -> usize {
         (None, Some(statement)) => line_start(text, statement.start_byte()),
         (None, None) => text.len(),
     }
+}
+
+/// Just past the last import of the block of imports that opens the module
+/// (after its docstring and comments); `None` when it opens with none.
+fn import_block_end(root: Node<'_>, text: &str) -> Option<usize> {
+    let mut cursor = root.walk();
+    let mut last = None;
+    for child in root.named_children(&mut cursor) {
+        let is_docstring = last.is_none()
+            && child.kind() == "expression_statement"
+            && child.named_child(0).is_some_and(|s| s.kind() == "string");
+        match child.kind() {
+            "comment" | "future_import_statement" => {}
+            "import_statement" | "import_from_statement" => last = Some(child),
+            _ if is_docstring => {}
+            _ => break,
+        }
+    }
+    last.map(|node| next_line_start(text, node.end_byte()))
 }

@@ -5,20 +5,69 @@ use crate::matcher::{FileFacts, Target};
 use crate::resolve::HookSite;
 use crate::source::line_ending_at;
 
-/// The fence hookfence inserts, written with the module's name for torch.
-pub fn fence_callee(torch_name: &str) -> String {
-    format!("{torch_name}.compiler.disable")
+/// The function the wrap strategy's helper module defines.
+pub const WRAP_HELPER_FUNCTION: &str = "no_compile";
+
+/// How hooks are fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// `@torch.compiler.disable()` on each hook.
+    #[default]
+    Decorate,
+    /// `@no_compile` from a helper module that also records each hook.
+    Wrap,
 }
 
-/// One fix per site: its decorator (or lambda wrap) plus, when torch is not
-/// bound at module level, the `import torch` line.
-pub fn plan(facts: &FileFacts, text: &str, sites: &[&HookSite]) -> Vec<Fix> {
-    let torch_name = facts.torch_name.as_deref().unwrap_or("torch");
-    let callee = fence_callee(torch_name);
-    let import = facts.torch_name.is_none().then(|| {
-        let at = facts.import_at;
-        Edit::insert(at, format!("import torch{}", line_ending_at(text, at)))
-    });
+/// The text a strategy writes into one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spelling {
+    /// The decorator line's text after the indentation, without `@`.
+    pub decorator: String,
+    /// The callee that wraps a lambda in place.
+    pub callee: String,
+    /// The import line to add, and where, when the file lacks the name.
+    pub import: Option<(usize, String)>,
+}
+
+impl Spelling {
+    /// `@torch.compiler.disable()`, with the module's own name for torch, and
+    /// `import torch` after the docstring and `__future__` imports if torch
+    /// is not bound at module level.
+    pub fn decorate(facts: &FileFacts) -> Spelling {
+        let torch = facts.torch_name.as_deref().unwrap_or("torch");
+        let callee = format!("{torch}.compiler.disable");
+        Spelling {
+            decorator: format!("{callee}()"),
+            callee,
+            import: facts
+                .torch_name
+                .is_none()
+                .then(|| (facts.import_at, "import torch".to_owned())),
+        }
+    }
+
+    /// `@no_compile`, imported after the module's opening imports with
+    /// `import_line` unless the module already binds it.
+    pub fn wrap(facts: &FileFacts, import_line: String) -> Spelling {
+        let bound = facts
+            .module_bindings
+            .keys()
+            .any(|name| name == WRAP_HELPER_FUNCTION);
+        Spelling {
+            decorator: WRAP_HELPER_FUNCTION.to_owned(),
+            callee: WRAP_HELPER_FUNCTION.to_owned(),
+            import: (!bound).then_some((facts.import_block_end, import_line)),
+        }
+    }
+}
+
+/// One fix per site: its decorator (or lambda wrap) plus, when needed, the
+/// import line; fixes share the import edit, which is applied once.
+pub fn plan(text: &str, sites: &[&HookSite], spelling: &Spelling) -> Vec<Fix> {
+    let import = spelling
+        .import
+        .as_ref()
+        .map(|(at, line)| Edit::insert(*at, format!("{line}{}", line_ending_at(text, *at))));
     sites
         .iter()
         .map(|site| {
@@ -30,10 +79,10 @@ pub fn plan(facts: &FileFacts, text: &str, sites: &[&HookSite]) -> Vec<Fix> {
                     line_ending,
                 } => edits.push(Edit::insert(
                     *insert_at,
-                    format!("{indent}@{callee}(){line_ending}"),
+                    format!("{indent}@{}{line_ending}", spelling.decorator),
                 )),
                 Target::Lambda { start, end } => {
-                    edits.push(Edit::insert(*start, format!("{callee}(")));
+                    edits.push(Edit::insert(*start, format!("{}(", spelling.callee)));
                     edits.push(Edit::insert(*end, ")"));
                 }
             }

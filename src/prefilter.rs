@@ -45,12 +45,14 @@ impl Needles {
     }
 }
 
-/// The strings of every `#any-of?` predicate in a query source.
-fn any_of_strings(query_source: &str) -> Vec<String> {
+/// The strings of every `#any-of?` and `#eq?` predicate in a query source.
+fn predicate_strings(query_source: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for predicate in query_source.split("#any-of?").skip(1) {
-        let body = predicate.split(')').next().unwrap_or_default();
-        out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
+    for marker in ["#any-of?", "#eq?"] {
+        for predicate in query_source.split(marker).skip(1) {
+            let body = predicate.split(')').next().unwrap_or_default();
+            out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
+        }
     }
     out
 }
@@ -58,12 +60,36 @@ fn any_of_strings(query_source: &str) -> Vec<String> {
 /// The names that make a file a candidate file: hook method names and
 /// register functions, straight from the queries, plus the protocol bases.
 pub fn candidate_names() -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = any_of_strings(crate::queries::HOOK_METHODS_SCM)
-        .into_iter()
-        .chain(any_of_strings(crate::queries::REGISTRATIONS_SCM))
-        .collect();
+    let mut names: BTreeSet<String> = [
+        crate::queries::HOOK_METHODS_SCM,
+        crate::queries::REGISTRATIONS_SCM,
+    ]
+    .into_iter()
+    .flat_map(predicate_strings)
+    .collect();
     names.extend(PROTOCOL_BASES.iter().map(|s| s.to_string()));
     names
+}
+
+/// Whether `text` may pass a `fullgraph=` keyword argument: the keyword
+/// name from `queries/fullgraph.scm` as a whole word, then `=` (not `==`).
+/// Names that merely end in it, like transformers' `_can_compile_fullgraph`,
+/// do not count.
+pub fn mentions_fullgraph(text: &str) -> bool {
+    static KEYWORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        predicate_strings(crate::queries::FULLGRAPH_SCM)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| "fullgraph".to_owned())
+    });
+    let keyword = KEYWORD.as_str();
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric();
+    text.match_indices(keyword).any(|(at, _)| {
+        let before_ok = at == 0 || !is_word(bytes[at - 1]);
+        let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\\', '\r', '\n']);
+        before_ok && rest.starts_with('=') && !rest.starts_with("==")
+    })
 }
 
 /// The protocol bases and every class name that derives from one through
@@ -130,6 +156,15 @@ mod tests {
             names.into_iter().collect::<Vec<_>>(),
             ["A", "B", "C", "ModelHook"]
         );
+    }
+
+    #[test]
+    fn fullgraph_mentions_are_whole_keyword_arguments() {
+        assert!(mentions_fullgraph("torch.compile(m, fullgraph=True)"));
+        assert!(mentions_fullgraph("compile(m,\n    fullgraph = True)"));
+        assert!(!mentions_fullgraph("_can_compile_fullgraph = True"));
+        assert!(!mentions_fullgraph("if fullgraph == True:"));
+        assert!(!mentions_fullgraph("no mention here"));
     }
 
     #[test]

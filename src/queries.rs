@@ -63,6 +63,7 @@ pub struct OffloadEvidence {
 
 pub struct Imports {
     pub compiled: Compiled,
+    pub relative: u32,
     pub module: u32,
     pub name: u32,
     pub alias: u32,
@@ -79,6 +80,11 @@ pub struct Fences {
     pub optout_comment: u32,
 }
 
+pub struct Fullgraph {
+    pub compiled: Compiled,
+    pub argument: u32,
+}
+
 pub struct Queries {
     pub hook_methods: HookMethods,
     pub classes: Classes,
@@ -87,6 +93,7 @@ pub struct Queries {
     pub offload_evidence: OffloadEvidence,
     pub imports: Imports,
     pub fences: Fences,
+    pub fullgraph: Fullgraph,
 }
 
 macro_rules! scm {
@@ -103,6 +110,7 @@ macro_rules! scm {
 /// Query sources the prefilter reads its names from.
 pub const HOOK_METHODS_SCM: &str = scm!("hook_methods");
 pub const REGISTRATIONS_SCM: &str = scm!("registrations");
+pub const FULLGRAPH_SCM: &str = scm!("fullgraph");
 
 macro_rules! load {
     ($name:literal) => {
@@ -119,6 +127,7 @@ impl Queries {
         let offload_evidence = load!("offload_evidence");
         let imports = load!("imports");
         let fences = load!("fences");
+        let fullgraph = load!("fullgraph");
         Queries {
             hook_methods: HookMethods {
                 class: hook_methods.capture("hook.class"),
@@ -148,6 +157,7 @@ impl Queries {
                 compiled: offload_evidence,
             },
             imports: Imports {
+                relative: imports.capture("import.relative"),
                 module: imports.capture("import.module"),
                 name: imports.capture("import.name"),
                 alias: imports.capture("import.alias"),
@@ -162,6 +172,10 @@ impl Queries {
                 patch_target: fences.capture("patch.target"),
                 optout_comment: fences.capture("optout.comment"),
                 compiled: fences,
+            },
+            fullgraph: Fullgraph {
+                argument: fullgraph.capture("fullgraph.argument"),
+                compiled: fullgraph,
             },
         }
     }
@@ -263,7 +277,19 @@ mod tests {
             ),
             3
         );
-        assert_eq!(count(&q.imports.compiled, "from . import x\n"), 0);
+        assert_eq!(
+            count(
+                &q.imports.compiled,
+                "from . import x\nfrom ..a import b as c\n"
+            ),
+            2
+        );
+        assert_eq!(count(&q.imports.compiled, "x = 1\n"), 0);
+
+        let fullgraph = &q.fullgraph.compiled;
+        assert_eq!(count(fullgraph, "torch.compile(m, fullgraph=True)\n"), 1);
+        assert_eq!(count(fullgraph, "torch.compile(m, fullgraph=False)\n"), 0);
+        assert_eq!(count(fullgraph, "'fullgraph=True'\n"), 0);
 
         let fences = &q.fences.compiled;
         assert_eq!(count(fences, "A.pre_forward = d(A.pre_forward)\n"), 2);

@@ -33,6 +33,92 @@ impl Style {
     }
 }
 
+/// Writes every diff of a run, files to change and files to create, in path
+/// order.
+pub fn write_diffs(out: &mut dyn Write, analysis: &Analysis, style: &Style) -> io::Result<()> {
+    let mut changed = analysis
+        .files
+        .iter()
+        .filter(|f| f.new_text.is_some())
+        .peekable();
+    let mut created = analysis.created.iter().peekable();
+    loop {
+        let file_first = match (changed.peek(), created.peek()) {
+            (Some(f), Some(c)) => f.path <= c.path,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return Ok(()),
+        };
+        if file_first {
+            if let Some(file) = changed.next() {
+                write_diff(out, file, style)?;
+            }
+        } else if let Some(new) = created.next() {
+            write_new_file(out, new, style)?;
+        }
+    }
+}
+
+/// The header path as git writes it.
+fn header_path(path: &std::path::Path) -> String {
+    let mut path = path.to_string_lossy().into_owned();
+    if cfg!(windows) {
+        path = path.replace('\\', "/");
+    }
+    // As git does: a name with a space ends with a tab, so that `patch`
+    // does not cut it at the space.
+    if path.contains(' ') {
+        path.push('\t');
+    }
+    path
+}
+
+/// The diff that creates a file: `--- /dev/null`, `+++ b/<path>`.
+fn write_new_file(out: &mut dyn Write, new: &crate::NewFile, style: &Style) -> io::Result<()> {
+    let bold = AnsiStyle::new().bold();
+    writeln!(out, "{}", style.paint(bold, "--- /dev/null"))?;
+    writeln!(
+        out,
+        "{}",
+        style.paint(bold, &format!("+++ b/{}", header_path(&new.path)))
+    )?;
+    let diff = TextDiff::from_lines("", new.text.as_str());
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        write_hunk(out, &hunk.to_string(), crate::source::Encoding::Utf8, style)?;
+    }
+    Ok(())
+}
+
+fn write_hunk(
+    out: &mut dyn Write,
+    text: &str,
+    encoding: crate::source::Encoding,
+    style: &Style,
+) -> io::Result<()> {
+    if !style.enabled {
+        return out.write_all(encoding.encode(text).as_ref());
+    }
+    for line in text.split_inclusive('\n') {
+        let (body, newline) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let color = match body.as_bytes().first() {
+            Some(b'+') => Some(AnsiColor::Green),
+            Some(b'-') => Some(AnsiColor::Red),
+            Some(b'@') => Some(AnsiColor::Cyan),
+            _ => None,
+        };
+        let painted = match color {
+            Some(c) => style.paint(AnsiStyle::new().fg_color(Some(c.into())), body),
+            None => body.to_owned(),
+        };
+        out.write_all(encoding.encode(&painted).as_ref())?;
+        out.write_all(newline.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// Writes the unified diff of one file, in the file's own encoding and line
 /// endings, so that `git apply` and `patch -p1` take it.
 pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::Result<()> {
@@ -43,42 +129,12 @@ pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::
     let old = format!("{bom}{}", file.source.text);
     let new = format!("{bom}{new_text}");
     let diff = TextDiff::from_lines(&old, &new);
-    let mut path = file.path.to_string_lossy().into_owned();
-    if cfg!(windows) {
-        path = path.replace('\\', "/");
-    }
-    // As git does: a name with a space ends with a tab, so that `patch`
-    // does not cut it at the space.
-    if path.contains(' ') {
-        path.push('\t');
-    }
+    let path = header_path(&file.path);
     let bold = AnsiStyle::new().bold();
     writeln!(out, "{}", style.paint(bold, &format!("--- a/{path}")))?;
     writeln!(out, "{}", style.paint(bold, &format!("+++ b/{path}")))?;
     for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        let text = hunk.to_string();
-        if style.enabled {
-            for line in text.split_inclusive('\n') {
-                let (body, newline) = match line.strip_suffix('\n') {
-                    Some(body) => (body, "\n"),
-                    None => (line, ""),
-                };
-                let color = match body.as_bytes().first() {
-                    Some(b'+') => Some(AnsiColor::Green),
-                    Some(b'-') => Some(AnsiColor::Red),
-                    Some(b'@') => Some(AnsiColor::Cyan),
-                    _ => None,
-                };
-                let painted = match color {
-                    Some(c) => style.paint(AnsiStyle::new().fg_color(Some(c.into())), body),
-                    None => body.to_owned(),
-                };
-                out.write_all(file.source.encoding.encode(&painted).as_ref())?;
-                out.write_all(newline.as_bytes())?;
-            }
-        } else {
-            out.write_all(file.source.encoding.encode(&text).as_ref())?;
-        }
+        write_hunk(out, &hunk.to_string(), file.source.encoding, style)?;
     }
     Ok(())
 }
@@ -87,6 +143,12 @@ pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::
 /// could not follow, and per fix it could not apply: `path:line:col: ...`.
 pub fn notes(analysis: &Analysis) -> Vec<String> {
     let mut lines = Vec::new();
+    // fullgraph=True only matters where hooks are fenced.
+    let any_fence = analysis.files.iter().any(|f| {
+        f.sites
+            .iter()
+            .any(|s| matches!(s.status, Status::Fenced(_) | Status::Unfenced { .. }))
+    });
     for file in &analysis.files {
         let path = file.path.display();
         let mut file_lines: Vec<(crate::error::Position, String)> = Vec::new();
@@ -110,6 +172,14 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                 u.at,
                 format!("cannot follow the hook registered here: {}", u.what),
             ));
+        }
+        if any_fence {
+            for at in &file.fullgraph {
+                file_lines.push((
+                    *at,
+                    "note: fullgraph=True raises as soon as a disabled hook runs; use the default mode, or compile the children below the hooked module".to_owned(),
+                ));
+            }
         }
         for qualname in &file.conflicts {
             file_lines.push((

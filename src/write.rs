@@ -42,3 +42,59 @@ pub fn write_atomic(path: &Path, expected: &[u8], contents: &[u8]) -> Result<(),
     temp.persist(&target).map_err(|e| err(e.error))?;
     Ok(())
 }
+
+fn temp_in(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
+    let err = |source| FileError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".hookfence-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(err)
+}
+
+/// Creates a file that must not exist yet, atomically: it appears whole or
+/// not at all, and an existing file of that name is never replaced.
+pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+    let err = |source| FileError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temp = temp_in(path)?;
+    temp.write_all(contents).map_err(err)?;
+    temp.as_file().sync_all().map_err(err)?;
+    // A temporary file is created 0600; a new module gets the usual 0644
+    // (less the umask bits the user has not granted anyway).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
+    }
+    temp.persist_noclobber(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+/// Writes a file hookfence owns (the generated pytest), atomically, replacing
+/// any previous version.
+pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+    let err = |source| FileError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temp = temp_in(path)?;
+    temp.write_all(contents).map_err(err)?;
+    temp.as_file().sync_all().map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
+    }
+    temp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
