@@ -695,18 +695,14 @@ fn diff_with_non_ascii_path_applies() {
     assert_diff_applies(&Project::new(&[("caf\u{e9}/hook.py", HOOK.as_bytes())]));
 }
 
-// Known bug: the headers are `--- a/my dir/my hook.py` with nothing after the
-// name. git apply takes that, GNU patch does not ("can't find file to
-// patch"): it ends an unquoted name at whitespace unless a tab follows the
-// name, as `diff -u` and `git diff` write it (`--- a/my dir/my hook.py\t`).
+// GNU patch ends an unquoted name at whitespace unless a tab follows it, so a
+// name with a space ends with a tab, as `git diff` writes it.
 #[test]
 fn diff_with_spaces_in_path_applies() {
     assert_diff_applies(&Project::new(&[("my dir/my hook.py", HOOK.as_bytes())]));
 }
 
-// Known bug: render.rs turns every `\` of the path into `/` (meant for
-// Windows separators), so on Unix the file `we\ird.py` gets the header
-// `--- a/we/ird.py` and the diff names a file that does not exist.
+// On Unix a backslash is part of the file name, not a separator.
 #[test]
 fn diff_with_backslash_in_file_name_applies() {
     assert_diff_applies(&Project::new(&[("we\\ird.py", HOOK.as_bytes())]));
@@ -1388,4 +1384,161 @@ fn import_torch_goes_after_a_multiline_docstring_and_future_import() {
         text.contains("    @torch.compiler.disable()\n    def pre_forward"),
         "{text}"
     );
+}
+
+// ---- --strategy wrap and --emit-pytest ------------------------------------
+
+/// A package with a hook in a subpackage that imports its siblings
+/// relatively, and one at the top that imports absolutely.
+fn wrap_project() -> Project {
+    Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/hooks.py", HOOK.as_bytes()),
+        ("pkg/sub/__init__.py", b""),
+        (
+            "pkg/sub/offload.py",
+            b"from ..hooks import ModelHook\n\n\nclass DiskOffload(ModelHook):\n    def post_forward(self, module, output):\n        module.cpu()\n        return output\n",
+        ),
+    ])
+}
+
+#[test]
+fn wrap_creates_one_helper_and_imports_it_the_packages_way() {
+    let p = wrap_project();
+    let dry = p.run(&["-q", "--strategy", "wrap", "pkg"]);
+    dry.expect_code(0);
+    let stdout = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        stdout.contains("--- /dev/null\n+++ b/pkg/_no_compile.py\n"),
+        "{dry}"
+    );
+    assert!(
+        stdout.contains("+from pkg._no_compile import no_compile"),
+        "{dry}"
+    );
+    assert!(
+        stdout.contains("+from .._no_compile import no_compile"),
+        "{dry}"
+    );
+    assert!(
+        !p.path("pkg/_no_compile.py").exists(),
+        "a dry run creates nothing"
+    );
+
+    // The dry-run diff, applied by git, gives exactly what --apply writes.
+    let applied = p.copy();
+    let patch = tempfile::NamedTempFile::new().unwrap();
+    fs::write(patch.path(), &dry.stdout).unwrap();
+    let git = git_cmd(applied.root()).arg("apply").arg(patch.path()).run();
+    assert_eq!(git.code, Some(0), "{git}");
+    p.run(&["-q", "--apply", "--strategy", "wrap", "pkg"])
+        .expect_code(0);
+    assert_eq!(p.contents(), applied.contents());
+    assert_eq!(p.mode("pkg/_no_compile.py"), 0o644);
+    assert!(
+        p.read_str("pkg/sub/offload.py")
+            .contains("    @no_compile\n    def post_forward")
+    );
+
+    // Converged: nothing more to do, and the guard is green.
+    let before = p.snapshot();
+    p.run(&["-q", "--apply", "--strategy", "wrap", "pkg"])
+        .expect_code(0);
+    assert_eq!(p.snapshot(), before);
+    p.run(&["-q", "--check", "--strategy", "wrap", "pkg"])
+        .expect_code(0);
+    p.run(&["-q", "--check", "pkg"]).expect_code(0);
+}
+
+#[test]
+fn wrap_leaves_decorated_hooks_alone() {
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/hooks.py", HOOK_FENCED.as_bytes()),
+    ]);
+    let run = p.run(&["--strategy", "wrap", "pkg"]);
+    run.expect_code(0);
+    assert!(run.stdout.is_empty(), "{run}");
+    assert!(run.stderr.contains("1 already fenced"), "{run}");
+}
+
+#[test]
+fn helper_module_option_places_the_helper() {
+    let p = wrap_project();
+    let run = p.run(&[
+        "-q",
+        "--apply",
+        "--strategy",
+        "wrap",
+        "--helper-module",
+        "pkg.sub.fences",
+        "pkg",
+    ]);
+    run.expect_code(0);
+    assert!(p.path("pkg/sub/fences.py").is_file());
+    assert!(
+        p.read_str("pkg/sub/offload.py")
+            .contains("from .fences import no_compile")
+    );
+    assert!(
+        p.read_str("pkg/hooks.py")
+            .contains("from pkg.sub.fences import no_compile")
+    );
+}
+
+#[test]
+fn helper_module_outside_the_package_is_an_error_naming_the_file() {
+    let p = wrap_project();
+    let before = p.snapshot();
+    let run = p.run(&[
+        "--apply",
+        "--strategy",
+        "wrap",
+        "--helper-module",
+        "elsewhere.fences",
+        "pkg",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pkg/hooks.py: helper module elsewhere.fences is not inside"),
+        "{run}"
+    );
+    assert_eq!(p.snapshot(), before);
+}
+
+#[test]
+fn emit_pytest_lists_every_importable_fenced_hook() {
+    let p = wrap_project();
+    let run = p.run(&[
+        "-q",
+        "--apply",
+        "--strategy",
+        "wrap",
+        "--emit-pytest",
+        "tests/test_fences.py",
+        "pkg",
+    ]);
+    run.expect_code(0);
+    let guard = p.read_str("tests/test_fences.py");
+    assert!(
+        guard.contains("(\"pkg.hooks\", \"CpuOffload.pre_forward\"),"),
+        "{guard}"
+    );
+    assert!(
+        guard.contains("(\"pkg.sub.offload\", \"DiskOffload.post_forward\"),"),
+        "{guard}"
+    );
+    assert!(guard.contains("    \"pkg._no_compile\","), "{guard}");
+    assert!(
+        guard.contains("    \"..\","),
+        "the package root, relative to the guard: {guard}"
+    );
+    assert!(!guard.contains("ModelHook.pre_forward"), "{guard}");
+    let ast = Command::new("python3")
+        .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read())"])
+        .arg(p.path("tests/test_fences.py"))
+        .status()
+        .unwrap();
+    assert!(ast.success());
 }

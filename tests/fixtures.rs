@@ -61,16 +61,15 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
         out.push_str(&format!("error: {}\n", err.report()));
     }
     out.push('\n');
-    for file in &analysis.files {
-        let mut diff = Vec::new();
-        hookfence::render::write_diff(&mut diff, file, &hookfence::render::Style::new(false))
-            .unwrap();
-        let rel = file.path.strip_prefix(root).unwrap_or(&file.path);
-        let text = String::from_utf8_lossy(&diff)
-            .replace(&file.path.display().to_string(), &rel.display().to_string())
-            .replace('\r', "\u{240d}");
-        out.push_str(&text);
-    }
+    let mut diff = Vec::new();
+    hookfence::render::write_diffs(&mut diff, analysis, &hookfence::render::Style::new(false))
+        .unwrap();
+    let root_prefix = format!("{}/", root.display());
+    out.push_str(
+        &String::from_utf8_lossy(&diff)
+            .replace(&root_prefix, "")
+            .replace('\r', "\u{240d}"),
+    );
     out
 }
 
@@ -119,8 +118,11 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
                 assert!(
                     matches!(
                         line,
-                        "@torch.compiler.disable()" | "@th.compiler.disable()" | "import torch"
-                    ),
+                        "@torch.compiler.disable()"
+                            | "@th.compiler.disable()"
+                            | "import torch"
+                            | "@no_compile"
+                    ) || (line.starts_with("from ") && line.ends_with(" import no_compile")),
                     "{}: unexpected added line {line:?}",
                     path.display()
                 );
@@ -128,7 +130,8 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
         } else {
             let before: String = removed.iter().map(|c| c.value()).collect();
             let after: String = added.iter().map(|c| c.value()).collect();
-            let wraps = after.matches("compiler.disable(lambda").count();
+            let wraps = after.matches("compiler.disable(lambda").count()
+                + after.matches("no_compile(lambda").count();
             assert!(
                 wraps > 0,
                 "{}: changed line is no lambda wrap: {after:?}",
@@ -136,7 +139,8 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
             );
             let unwrapped = after
                 .replace("torch.compiler.disable(lambda", "lambda")
-                .replace("th.compiler.disable(lambda", "lambda");
+                .replace("th.compiler.disable(lambda", "lambda")
+                .replace("no_compile(lambda", "lambda");
             assert_eq!(
                 unwrapped.len() - before.len(),
                 wraps,
@@ -185,7 +189,7 @@ fn check_invariants(file: &FileReport) {
 
 /// Writes every rewritten file of `analysis` into a copy of `root` and
 /// re-runs: nothing may be planned the second time.
-fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, all_hooks: bool) {
+fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, options: &hookfence::Options) {
     let copy = tempfile::tempdir().unwrap();
     copy_tree(root, copy.path());
     for file in &analysis.files {
@@ -199,13 +203,29 @@ fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, all_hooks: 
             std::fs::write(dest, file.source.encode(text)).unwrap();
         }
     }
+    for created in &analysis.created {
+        let rel = created
+            .path
+            .strip_prefix(if root.is_file() {
+                root.parent().unwrap()
+            } else {
+                root
+            })
+            .unwrap();
+        std::fs::write(copy.path().join(rel), &created.text).unwrap();
+    }
     let target = if root.is_file() {
         copy.path().join(root.file_name().unwrap())
     } else {
         copy.path().to_path_buf()
     };
-    let second = hookfence::analyze(&[target], &options(all_hooks));
+    let second = hookfence::analyze(&[target], options);
     assert!(second.errors.is_empty(), "{:?}", second.errors);
+    assert!(
+        second.created.is_empty(),
+        "second run creates {:?}",
+        second.created
+    );
     for file in &second.files {
         assert!(
             file.new_text.is_none(),
@@ -240,12 +260,31 @@ fn options(all_hooks: bool) -> hookfence::Options {
     }
 }
 
+fn wrap() -> hookfence::Options {
+    hookfence::Options {
+        strategy: hookfence::plan::Strategy::Wrap,
+        ..hookfence::Options::default()
+    }
+}
+
 fn run_fixture(path: &Path, all_hooks: bool) -> String {
-    let analysis = hookfence::analyze(&[path.to_path_buf()], &options(all_hooks));
+    run_fixture_with(path, &options(all_hooks))
+}
+
+fn run_fixture_with(path: &Path, options: &hookfence::Options) -> String {
+    let analysis = hookfence::analyze(&[path.to_path_buf()], options);
     for file in &analysis.files {
         check_invariants(file);
     }
-    assert_second_run_plans_nothing(&analysis, path, all_hooks);
+    for created in &analysis.created {
+        if let Err(err) = python_accepts(created.text.as_bytes()) {
+            panic!(
+                "{}: python's ast rejects the helper:\n{err}",
+                created.path.display()
+            );
+        }
+    }
+    assert_second_run_plans_nothing(&analysis, path, options);
     let root = if path.is_file() {
         path.parent().unwrap()
     } else {
@@ -287,5 +326,34 @@ fn example_project() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/offload_project");
     snapshot_settings().bind(|| {
         insta::assert_snapshot!("example_project", run_fixture(&root, false));
+    });
+}
+
+#[test]
+fn fixtures_with_wrap_strategy_keep_every_invariant() {
+    snapshot_settings().bind(|| {
+        insta::glob!("fixtures/*.py", |path| {
+            run_fixture_with(path, &wrap());
+        });
+    });
+}
+
+#[test]
+fn example_project_with_wrap_strategy() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/offload_project");
+    snapshot_settings().bind(|| {
+        insta::assert_snapshot!("example_project_wrap", run_fixture_with(&root, &wrap()));
+    });
+}
+
+#[test]
+fn cross_file_hierarchy_with_wrap_strategy() {
+    let root =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cross_file_hierarchy");
+    snapshot_settings().bind(|| {
+        insta::assert_snapshot!(
+            "cross_file_hierarchy_wrap",
+            run_fixture_with(&root, &wrap())
+        );
     });
 }
