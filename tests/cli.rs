@@ -1542,3 +1542,28 @@ fn emit_pytest_lists_every_importable_fenced_hook() {
         .unwrap();
     assert!(ast.success());
 }
+
+#[test]
+fn fullgraph_true_gets_a_note_when_the_tree_has_hooks() {
+    let p = Project::new(&[
+        ("hooks.py", HOOK.as_bytes()),
+        (
+            "train.py",
+            b"import torch\n\nmodel = torch.compile(torch.nn.Linear(2, 2), fullgraph=True)\n",
+        ),
+    ]);
+    let run = p.run(&["."]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains("train.py:3:46: note: fullgraph=True raises"),
+        "{run}"
+    );
+
+    let no_hooks = Project::new(&[(
+        "train.py",
+        b"import torch\n\nmodel = torch.compile(torch.nn.Linear(2, 2), fullgraph=True)\n",
+    )]);
+    let run = no_hooks.run(&["."]);
+    assert!(!run.stderr.contains("fullgraph"), "{run}");
+}

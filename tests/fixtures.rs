@@ -48,6 +48,9 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                 site.why_hook
             ));
         }
+        for at in &file.fullgraph {
+            out.push_str(&format!("{}:{at} note: fullgraph=True\n", rel.display()));
+        }
         for u in &file.unresolved {
             out.push_str(&format!(
                 "{}:{} unresolved: {}\n",
