@@ -70,6 +70,8 @@ pub struct FileReport {
     pub helper: Option<wrap::Helper>,
     /// Every `fullgraph=True` argument in the file.
     pub fullgraph: Vec<Position>,
+    /// Lines with a `# hookfence: ignore` that suppresses no hook.
+    pub unused_suppressions: Vec<usize>,
 }
 
 impl FileReport {
@@ -192,13 +194,12 @@ fn finish(
     index: &ClassIndex,
     options: &Options,
 ) -> Result<FileReport, FileError> {
-    let sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
+    let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
         .filter_map(|c| resolve::decide(c, index, options.all_hooks))
         .collect();
-    let to_fence: Vec<&HookSite> = sites
-        .iter()
-        .filter(|s| matches!(s.status, Status::Unfenced { .. }))
+    let to_fence: Vec<usize> = (0..sites.len())
+        .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();
     let (spelling, helper) = match options.strategy {
         plan::Strategy::Decorate => (plan::Spelling::decorate(&facts), None),
@@ -214,37 +215,80 @@ fn finish(
             (plan::Spelling::wrap(&facts, line), Some(helper))
         }
     };
-    let fixes = plan::plan(&source.text, &to_fence, &spelling);
-    let applied = edit::apply(&source.text, &fixes);
-    let conflicts = applied
-        .skipped
+    let fixes = {
+        let targets: Vec<&HookSite> = to_fence.iter().map(|&i| &sites[i]).collect();
+        plan::plan(&source.text, &targets, &spelling)
+    };
+    for (&i, fix) in to_fence.iter().zip(fixes) {
+        sites[i].fix = Some(fix);
+    }
+    let used: Vec<usize> = sites
         .iter()
-        .map(|&i| to_fence[i].candidate.qualname.clone())
+        .filter_map(|s| match s.status {
+            Status::Suppressed { line, .. } => Some(line),
+            _ => None,
+        })
         .collect();
-    let new_text = (applied.text != source.text).then_some(applied.text);
-    if let Some(text) = &new_text {
-        let tree = parse::parse(text);
-        let error = match &tree {
-            Some(tree) => parse::first_error(tree, text),
+    let mut report = FileReport {
+        path,
+        source,
+        sites,
+        unresolved: facts.unresolved,
+        new_text: None,
+        conflicts: Vec::new(),
+        helper,
+        fullgraph: facts.fullgraph,
+        unused_suppressions: facts
+            .suppressions
+            .into_iter()
+            .filter(|line| !used.contains(line))
+            .collect(),
+    };
+    let (new_text, conflicts) = report.rewrite(|_| true)?;
+    report.new_text = new_text;
+    report.conflicts = conflicts;
+    Ok(report)
+}
+
+impl FileReport {
+    /// The file with the fixes of the sites `accept` keeps applied, checked to
+    /// parse, and the qualnames of fixes skipped for overlapping; `None` when
+    /// nothing changes.
+    pub fn rewrite(
+        &self,
+        accept: impl Fn(&HookSite) -> bool,
+    ) -> Result<(Option<String>, Vec<String>), FileError> {
+        let chosen: Vec<&HookSite> = self
+            .sites
+            .iter()
+            .filter(|s| s.fix.is_some() && accept(s))
+            .collect();
+        let fixes: Vec<edit::Fix> = chosen.iter().filter_map(|s| s.fix.clone()).collect();
+        let applied = edit::apply(&self.source.text, &fixes);
+        let conflicts = applied
+            .skipped
+            .iter()
+            .map(|&i| chosen[i].candidate.qualname.clone())
+            .collect();
+        if applied.text == self.source.text {
+            return Ok((None, conflicts));
+        }
+        let error = match parse::parse(&applied.text) {
+            Some(tree) => parse::first_error(&tree, &applied.text),
             None => Some((
                 Position { line: 1, column: 1 },
                 "the parser gave up".to_owned(),
             )),
         };
         if let Some((at, what)) = error {
-            return Err(FileError::RewriteInvalid { path, at, what });
+            return Err(FileError::RewriteInvalid {
+                path: self.path.clone(),
+                at,
+                what,
+            });
         }
+        Ok((Some(applied.text), conflicts))
     }
-    Ok(FileReport {
-        path,
-        source,
-        sites,
-        unresolved: facts.unresolved,
-        new_text,
-        conflicts,
-        helper,
-        fullgraph: facts.fullgraph,
-    })
 }
 
 /// The helper modules the wrap strategy needs and that do not exist yet, in
@@ -347,7 +391,8 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             Ok(report)
                 if !report.sites.is_empty()
                     || !report.unresolved.is_empty()
-                    || !report.fullgraph.is_empty() =>
+                    || !report.fullgraph.is_empty()
+                    || !report.unused_suppressions.is_empty() =>
             {
                 reports.push(report)
             }

@@ -34,6 +34,11 @@ pub enum FenceState {
     OptedOut {
         line: usize,
     },
+    /// `# hookfence: ignore[reason]` on its line or right above.
+    Suppressed {
+        line: usize,
+        reason: Option<String>,
+    },
 }
 
 /// Where a fence goes.
@@ -101,6 +106,8 @@ pub struct FileFacts {
     pub uses_relative_imports: bool,
     /// Every `fullgraph=True` argument.
     pub fullgraph: Vec<Position>,
+    /// Every `# hookfence: ignore` comment, by line.
+    pub suppressions: Vec<usize>,
 }
 
 /// Runs `query` over `node` and calls `each` with every match's captures.
@@ -349,6 +356,8 @@ struct Fences {
     patched_functions: HashMap<String, usize>,
     /// Lines holding a commented-out disable decorator.
     optout_lines: HashSet<usize>,
+    /// Lines holding `# hookfence: ignore`, with the reason given, if any.
+    suppressions: BTreeMap<usize, Option<String>>,
 }
 
 struct FileContext<'t> {
@@ -452,7 +461,33 @@ fn collect_fences<'t>(root: Node<'t>, text: &'t str, bindings: &Bindings) -> Fen
         patched_methods,
         patched_functions,
         optout_lines,
+        suppressions: collect_suppressions(root, text),
     }
+}
+
+/// Every `# hookfence: ignore` comment, by line, with its reason. Skips the
+/// tree walk when the text cannot hold one.
+fn collect_suppressions(root: Node<'_>, text: &str) -> BTreeMap<usize, Option<String>> {
+    let mut suppressions = BTreeMap::new();
+    if !text.contains(crate::prefilter::SUPPRESSION_MARK) {
+        return suppressions;
+    }
+    let q = &QUERIES.suppressions;
+    for_each_match(&q.compiled.query, root, text, |captures| {
+        if let Some(comment) = capture(captures, q.comment) {
+            let line = comment.start_position().row + 1;
+            suppressions.insert(line, suppression_reason(node_text(comment, text)));
+        }
+    });
+    suppressions
+}
+
+/// The reason in `# hookfence: ignore[reason]`, if one is given.
+fn suppression_reason(comment: &str) -> Option<String> {
+    let after = comment.split_once("ignore")?.1;
+    let inside = after.strip_prefix('[')?;
+    let reason = inside.split_once(']').map_or(inside, |(r, _)| r).trim();
+    (!reason.is_empty()).then(|| reason.to_owned())
 }
 
 fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
@@ -524,6 +559,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
             fullgraph,
             import_at,
             import_block_end: import_at,
+            suppressions: collect_suppressions(root, text).into_keys().collect(),
             ..FileFacts::default()
         };
     }
@@ -638,6 +674,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
         import_at,
         import_block_end: import_block_end(root, text).unwrap_or(import_at),
         fullgraph,
+        suppressions: ctx.fences.suppressions.keys().copied().collect(),
     }
 }
 
@@ -913,37 +950,18 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     let insert_at = line_start(text, anchor);
     let indent = indentation_at(text, insert_at).to_owned();
 
-    // A commented-out disable decorator in the comment lines right above the
-    // definition, or between its decorators, is a deliberate opt-out.
+    // The lines that speak for this definition: its `def` line, its
+    // decorators' lines (and comments between them), and the comment lines
+    // right above. A suppression there wins over an opt-out.
     if fence == FenceState::Unfenced {
         let first_line = decorators
             .first()
             .map_or(def.start_position().row, |d| d.start_position().row)
             + 1;
         let def_line = def.start_position().row + 1;
-        let mut line = first_line;
-        let lines: Vec<&str> = text[..line_start(
-            text,
-            decorators
-                .first()
-                .map_or(def.start_byte(), |d| d.start_byte()),
-        )]
-            .lines()
-            .collect();
-        let mut optout = (first_line..def_line).find(|l| ctx.fences.optout_lines.contains(l));
-        for above in lines.iter().rev() {
-            line -= 1;
-            if !above.trim_start().starts_with('#') {
-                break;
-            }
-            if ctx.fences.optout_lines.contains(&line) {
-                optout = Some(line);
-                break;
-            }
-        }
-        if let Some(line) = optout {
-            fence = FenceState::OptedOut { line };
-        }
+        let above = comment_lines_above(text, line_start(text, anchor_of_block(def)), first_line);
+        let attached: Vec<usize> = (first_line..=def_line).chain(above).collect();
+        fence = attached_fence(ctx, &attached);
     }
 
     let span_start = decorated(def).map_or(def.start_byte(), |d| d.start_byte());
@@ -965,8 +983,52 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     }
 }
 
+/// Where a definition's block starts: its first decorator, or the `def`.
+fn anchor_of_block(def: Node<'_>) -> usize {
+    decorators(def)
+        .first()
+        .map_or(def.start_byte(), |d| d.start_byte())
+}
+
+/// The numbers of the comment-only lines right above the line that starts at
+/// `block_start` (line `first_line`), nearest first.
+fn comment_lines_above(text: &str, block_start: usize, first_line: usize) -> Vec<usize> {
+    text[..block_start]
+        .lines()
+        .rev()
+        .take_while(|l| l.trim_start().starts_with('#'))
+        .enumerate()
+        .map(|(i, _)| first_line - 1 - i)
+        .collect()
+}
+
+/// The fence state the comments on `lines` give: a suppression, else an
+/// opt-out, else none.
+fn attached_fence(ctx: &FileContext<'_>, lines: &[usize]) -> FenceState {
+    if let Some(line) = lines
+        .iter()
+        .find(|l| ctx.fences.suppressions.contains_key(l))
+    {
+        return FenceState::Suppressed {
+            line: *line,
+            reason: ctx.fences.suppressions[line].clone(),
+        };
+    }
+    match lines.iter().find(|l| ctx.fences.optout_lines.contains(l)) {
+        Some(line) => FenceState::OptedOut { line: *line },
+        None => FenceState::Unfenced,
+    }
+}
+
 fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceState) -> Candidate {
     let text = ctx.text;
+    // A lambda is suppressed from its own line or the line above.
+    let fence = if fence == FenceState::Unfenced {
+        let line = lambda.start_position().row + 1;
+        attached_fence(ctx, &[line, line.saturating_sub(1)])
+    } else {
+        fence
+    };
     Candidate {
         qualname: qualname(lambda, text),
         at: position(text, lambda.start_byte()),

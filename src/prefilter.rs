@@ -18,6 +18,11 @@ use aho_corasick::AhoCorasick;
 use crate::matcher::ClassFact;
 use crate::resolve::PROTOCOL_BASES;
 
+/// The literal every `# hookfence: ignore` comment holds (see
+/// `queries/suppressions.scm`): files with one are parsed so that a
+/// suppression matching nothing is reported.
+pub const SUPPRESSION_MARK: &str = "hookfence:";
+
 /// Names whose presence makes a file worth parsing.
 pub struct Needles {
     automaton: Option<AhoCorasick>,
@@ -68,6 +73,7 @@ pub fn candidate_names() -> BTreeSet<String> {
     .flat_map(predicate_strings)
     .collect();
     names.extend(PROTOCOL_BASES.iter().map(|s| s.to_string()));
+    names.insert(SUPPRESSION_MARK.to_owned());
     names
 }
 

@@ -80,6 +80,11 @@ pub struct Fences {
     pub optout_comment: u32,
 }
 
+pub struct Suppressions {
+    pub compiled: Compiled,
+    pub comment: u32,
+}
+
 pub struct Fullgraph {
     pub compiled: Compiled,
     pub argument: u32,
@@ -94,6 +99,7 @@ pub struct Queries {
     pub imports: Imports,
     pub fences: Fences,
     pub fullgraph: Fullgraph,
+    pub suppressions: Suppressions,
 }
 
 macro_rules! scm {
@@ -128,6 +134,7 @@ impl Queries {
         let imports = load!("imports");
         let fences = load!("fences");
         let fullgraph = load!("fullgraph");
+        let suppressions = load!("suppressions");
         Queries {
             hook_methods: HookMethods {
                 class: hook_methods.capture("hook.class"),
@@ -172,6 +179,10 @@ impl Queries {
                 patch_target: fences.capture("patch.target"),
                 optout_comment: fences.capture("optout.comment"),
                 compiled: fences,
+            },
+            suppressions: Suppressions {
+                comment: suppressions.capture("suppression.comment"),
+                compiled: suppressions,
             },
             fullgraph: Fullgraph {
                 argument: fullgraph.capture("fullgraph.argument"),
@@ -295,6 +306,21 @@ mod tests {
         assert_eq!(count(fences, "A.pre_forward = d(A.pre_forward)\n"), 2);
         assert_eq!(count(fences, "# @torch.compiler.disable()\n"), 1);
         assert_eq!(count(fences, "# torch.compiler.disable is used below\n"), 0);
+        let suppressions = &q.suppressions.compiled;
+        assert_eq!(
+            count(
+                suppressions,
+                "def f():  # hookfence: ignore[traced on purpose]\n    pass\n"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                suppressions,
+                "s = '# hookfence: ignore'\n# hookfence is nice\n"
+            ),
+            0
+        );
         assert_eq!(count(fences, "x = 1\n"), 0);
     }
 }

@@ -163,9 +163,23 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                     "skipped {}: opted out by the commented-out disable decorator on line {line}",
                     c.qualname
                 ),
+                Status::Suppressed { line, reason } => format!(
+                    "skipped {}: suppressed by `# hookfence: ignore` on line {line}{}",
+                    c.qualname,
+                    reason
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ),
                 _ => continue,
             };
             file_lines.push((c.at, what));
+        }
+        for &line in &file.unused_suppressions {
+            file_lines.push((
+                crate::error::Position { line, column: 1 },
+                "unused suppression: this `# hookfence: ignore` matches no hook".to_owned(),
+            ));
         }
         for u in &file.unresolved {
             file_lines.push((

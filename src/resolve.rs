@@ -20,6 +20,21 @@ pub enum Status {
     NotOffload,
     /// A commented-out disable decorator on this line opts it out.
     OptedOut { line: usize },
+    /// `# hookfence: ignore[reason]` on this line.
+    Suppressed { line: usize, reason: Option<String> },
+}
+
+impl Status {
+    /// The name `--list` and the JSON output use.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Unfenced { .. } => "unfenced",
+            Status::Fenced(_) => "fenced",
+            Status::NotOffload => "not-offload",
+            Status::OptedOut { .. } => "opted-out",
+            Status::Suppressed { .. } => "suppressed",
+        }
+    }
 }
 
 /// A hook found in a file, with what hookfence makes of it.
@@ -30,6 +45,8 @@ pub struct HookSite {
     /// Why it is a hook: "subclass of ModelHook via CpuOffload" or
     /// "registered at line 12".
     pub why_hook: String,
+    /// The edits that fence it, when it is unfenced.
+    pub fix: Option<crate::edit::Fix>,
 }
 
 /// Every class name in the scanned tree and the bases each definition of it
@@ -110,6 +127,10 @@ pub fn decide(candidate: Candidate, index: &ClassIndex, all_hooks: bool) -> Opti
     let status = match &candidate.fence {
         FenceState::Fenced(how) => Status::Fenced(how.clone()),
         FenceState::OptedOut { line } => Status::OptedOut { line: *line },
+        FenceState::Suppressed { line, reason } => Status::Suppressed {
+            line: *line,
+            reason: reason.clone(),
+        },
         FenceState::Unfenced => {
             let named = candidate
                 .owner
@@ -135,6 +156,7 @@ pub fn decide(candidate: Candidate, index: &ClassIndex, all_hooks: bool) -> Opti
         candidate,
         status,
         why_hook: why.join(", "),
+        fix: None,
     })
 }
 

@@ -39,6 +39,12 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                 Status::Fenced(how) => format!("fenced ({how})"),
                 Status::NotOffload => "not-offload".to_owned(),
                 Status::OptedOut { line } => format!("opted-out (line {line})"),
+                Status::Suppressed { line, reason } => {
+                    format!(
+                        "suppressed (line {line}: {})",
+                        reason.as_deref().unwrap_or("-")
+                    )
+                }
             };
             out.push_str(&format!(
                 "{}:{} {} {status} [{}]\n",
@@ -47,6 +53,9 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                 c.qualname,
                 site.why_hook
             ));
+        }
+        for line in &file.unused_suppressions {
+            out.push_str(&format!("{}:{line} unused suppression\n", rel.display()));
         }
         for at in &file.fullgraph {
             out.push_str(&format!("{}:{at} note: fullgraph=True\n", rel.display()));
