@@ -130,7 +130,7 @@ struct Loaded {
 
 /// What became of one file in one prefilter round.
 enum Outcome {
-    Parsed(Loaded),
+    Parsed(Box<Loaded>),
     /// Read fine, but holds no needle of this round: maybe a later one. The
     /// flag says whether it may pass `fullgraph=...` (see [`prefilter::mentions_fullgraph`]).
     NotYet(PathBuf, bool),
@@ -180,7 +180,7 @@ fn visit(path: &Path, needles: Option<&prefilter::Needles>) -> Outcome {
         return Outcome::NotYet(path.to_path_buf(), fullgraph);
     }
     match load(path, source) {
-        Ok(loaded) => Outcome::Parsed(loaded),
+        Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
         Err(err) => Outcome::Failed(err),
     }
 }
@@ -336,7 +336,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         fullgraph_files.clear();
         for outcome in outcomes {
             match outcome {
-                Outcome::Parsed(file) => loaded.push(file),
+                Outcome::Parsed(file) => loaded.push(*file),
                 Outcome::NotYet(path, fullgraph) => {
                     if fullgraph {
                         fullgraph_files.push(path.clone());
@@ -367,7 +367,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             .collect();
         for outcome in outcomes {
             match outcome {
-                Outcome::Parsed(file) => loaded.push(file),
+                Outcome::Parsed(file) => loaded.push(*file),
                 Outcome::NotYet(..) => {}
                 Outcome::Failed(err) => errors.push(err),
             }
