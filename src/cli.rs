@@ -1,25 +1,34 @@
-//! The command line in two stages: raw flags as clap parses them, then the
-//! validated [`Settings`] the rest of the crate reads.
+//! The command line in two stages: raw flags as clap parses them ([`Args`]),
+//! then the validated [`Settings`] the rest of the crate reads.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 
-use crate::Mode;
+use crate::config::{self, Filter};
+use crate::discover::Selection;
+use crate::plan::Strategy;
+use crate::vocabulary::Vocabulary;
+use crate::{Mode, Options};
 
 const AFTER_HELP: &str = "\
 Examples:
-  hookfence src/                 show the diff that would fence every offload hook
-  hookfence --apply src/         fence them, writing each file atomically
-  hookfence --check .            CI guard: exit 1 while any offload hook is unfenced
-  hookfence --all-hooks --check  also count hooks that do no offload work
+  hookfence src/                          show the diff that would fence every offload hook
+  hookfence --apply src/                  fence them, writing each file atomically
+  hookfence --check .                     CI guard: exit 1 while any offload hook is unfenced
+  hookfence --check --format github .     the same, as pull-request annotations
+  hookfence --list src/                   audit: every hook site and why
+  hookfence --strategy wrap --apply src/  route hooks through one audited no_compile helper
+  git ls-files '*.py' | hookfence --files-from - --check
+  hookfence - --stdin-filename pkg/hooks.py < pkg/hooks.py
 
 Exit codes:
-  0  nothing to fence (or the diff/apply run went fine)
+  0  success; with --check: every offload hook is fenced
   1  --check found offload hooks without a fence
-  2  some file could not be read, decoded, parsed or written (the others were
-     still processed), or the command line was wrong";
+  2  some file could not be read, decoded, parsed or written (every other file
+     was still processed), or the command line or configuration was wrong";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
@@ -34,26 +43,100 @@ pub enum ColorChoice {
     Never,
 }
 
+/// What stdout carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Unified diff (`--check`: one line per unfenced hook; `--list`: the audit).
+    Diff,
+    /// One JSON document (schema in the README).
+    Json,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions workflow commands: annotations on the pull request.
+    Github,
+}
+
 /// Find PyTorch offload hooks in Python code and fence them from
 /// torch.compile with @torch.compiler.disable().
 #[derive(Debug, Parser)]
-#[command(name = "hookfence", version, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(
+    name = "hookfence",
+    version,
+    after_help = AFTER_HELP,
+    max_term_width = 100,
+    group(ArgGroup::new("mode").args(["apply", "check", "list", "interactive", "replay"]))
+)]
 pub struct Args {
-    /// Files or directories to scan (directories: *.py, honouring .gitignore).
-    #[arg(default_value = ".", value_name = "PATH")]
+    /// Files or directories to scan (directories: *.py, honouring .gitignore);
+    /// `-` reads one file on stdin and writes the result to stdout.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
     /// Write the changes (each file atomically) instead of printing a diff.
-    #[arg(long, help_heading = "Mode", conflicts_with = "check")]
+    #[arg(long, help_heading = "Mode")]
     pub apply: bool,
 
     /// Write nothing; exit 1 if any offload hook is unfenced.
     #[arg(long, help_heading = "Mode")]
     pub check: bool,
 
+    /// Print every hook site: `path:line:col  status  qualname  reason`.
+    #[arg(long, help_heading = "Mode")]
+    pub list: bool,
+
+    /// Ask about each planned fence on the terminal, then write the accepted ones.
+    #[arg(long, help_heading = "Mode")]
+    pub interactive: bool,
+
+    /// With --interactive: save every answer to FILE, for --replay.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "interactive",
+        help_heading = "Mode"
+    )]
+    pub decisions: Option<PathBuf>,
+
+    /// Apply the answers saved by --interactive --decisions, without asking.
+    #[arg(long, value_name = "FILE", help_heading = "Mode")]
+    pub replay: Option<PathBuf>,
+
+    /// Write into files with uncommitted changes in a git work tree.
+    #[arg(long, help_heading = "Mode")]
+    pub allow_dirty: bool,
+
     /// Fence every hook, not only those that move, cast or sync module state.
     #[arg(long, help_heading = "Selection")]
     pub all_hooks: bool,
+
+    /// Only walk files matching GLOB (gitignore-style; repeatable).
+    #[arg(long, value_name = "GLOB", help_heading = "Selection")]
+    pub include: Vec<String>,
+
+    /// Skip walked files matching GLOB (gitignore-style; repeatable).
+    #[arg(long, value_name = "GLOB", help_heading = "Selection")]
+    pub exclude: Vec<String>,
+
+    /// Read the paths to process from FILE, one per line (`-`: stdin).
+    #[arg(long, value_name = "FILE", help_heading = "Selection")]
+    pub files_from: Option<PathBuf>,
+
+    /// The name of the file read from stdin, for messages and packages.
+    #[arg(long, value_name = "PATH", help_heading = "Selection")]
+    pub stdin_filename: Option<PathBuf>,
+
+    /// Read the configuration from FILE (pyproject.toml or hookfence.toml).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Selection",
+        conflicts_with = "isolated"
+    )]
+    pub config: Option<PathBuf>,
+
+    /// Read no configuration file.
+    #[arg(long, help_heading = "Selection")]
+    pub isolated: bool,
 
     /// How to fence: `decorate` inserts @torch.compiler.disable(); `wrap`
     /// inserts @no_compile from a helper module that also records each hook.
@@ -62,18 +145,17 @@ pub struct Args {
 
     /// The wrap strategy's helper module, as a dotted name (default:
     /// `_no_compile` at the root of each top-level package).
-    #[arg(
-        long,
-        value_name = "DOTTED",
-        requires = "strategy",
-        help_heading = "Fence"
-    )]
+    #[arg(long, value_name = "DOTTED", help_heading = "Fence")]
     pub helper_module: Option<String>,
 
     /// Write a pytest module that imports every fenced hook and asserts torch
     /// treats it as disabled (written in every mode).
     #[arg(long, value_name = "PATH", help_heading = "Fence")]
     pub emit_pytest: Option<PathBuf>,
+
+    /// What stdout carries.
+    #[arg(long, value_enum, default_value_t = Format::Diff, value_name = "FORMAT", help_heading = "Output")]
+    pub format: Format,
 
     /// Print only the diff and errors: no notes, no summary.
     #[arg(short, long, help_heading = "Output")]
@@ -82,6 +164,10 @@ pub struct Args {
     /// When to colour output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
     pub color: ColorChoice,
+
+    /// Print a completion script for SHELL and exit.
+    #[arg(long, value_enum, value_name = "SHELL", help_heading = "Output")]
+    pub completions: Option<clap_complete::Shell>,
 
     /// Parse every file, not only those that can hold a hook (slower; the
     /// result is the same, except that syntax errors in files that cannot
@@ -94,24 +180,41 @@ pub struct Args {
     pub jobs: Option<usize>,
 }
 
+/// How the planned fences are reviewed before they are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Review {
+    /// Ask on the terminal; optionally save the answers.
+    Interactive { decisions: Option<PathBuf> },
+    /// Apply saved answers.
+    Replay(PathBuf),
+}
+
 /// Validated settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     pub paths: Vec<PathBuf>,
+    /// `-`: the one file comes on stdin, named so.
+    pub stdin_name: Option<PathBuf>,
     pub mode: Mode,
-    pub all_hooks: bool,
+    pub review: Option<Review>,
+    pub allow_dirty: bool,
+    pub format: Format,
     pub quiet: bool,
     pub color_stdout: bool,
     pub color_stderr: bool,
+    /// A progress bar on stderr: a terminal, not CI, not quiet.
+    pub progress: bool,
     pub jobs: Option<usize>,
-    pub prefilter: bool,
-    pub strategy: crate::plan::Strategy,
-    pub helper_module: Option<String>,
+    pub options: Options,
     pub emit_pytest: Option<PathBuf>,
+    /// The configuration file read, if any.
+    pub config_path: Option<PathBuf>,
 }
 
 impl Settings {
-    /// Parses the process's arguments; prints usage and exits 2 on error.
+    /// Parses the process's arguments. Prints usage, help, version or a
+    /// completion script and exits where clap would; exits 2 on a bad
+    /// command line or configuration.
     pub fn from_env() -> Settings {
         let args = Args::try_parse().unwrap_or_else(|err| {
             let code = if err.use_stderr() {
@@ -122,38 +225,134 @@ impl Settings {
             let _ = err.print();
             std::process::exit(code);
         });
-        Settings::from_args(args)
+        if let Some(shell) = args.completions {
+            clap_complete::generate(
+                shell,
+                &mut Args::command(),
+                "hookfence",
+                &mut std::io::stdout(),
+            );
+            std::process::exit(crate::exit::SUCCESS);
+        }
+        Settings::from_args(args).unwrap_or_else(|message| {
+            eprintln!("hookfence: {message}");
+            std::process::exit(crate::exit::ERROR);
+        })
     }
 
-    pub fn from_args(args: Args) -> Settings {
+    pub fn from_args(args: Args) -> Result<Settings, String> {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = |is_terminal: bool| match args.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => is_terminal && !no_color,
         };
-        let mode = if args.apply {
+        let review = match (&args.replay, args.interactive) {
+            (Some(file), _) => Some(Review::Replay(file.clone())),
+            (None, true) => Some(Review::Interactive {
+                decisions: args.decisions.clone(),
+            }),
+            (None, false) => None,
+        };
+        if matches!(review, Some(Review::Interactive { .. }))
+            && !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+        {
+            return Err("--interactive needs a terminal (stdin and stderr); use --replay FILE to apply saved decisions in scripts".to_owned());
+        }
+        let mode = if args.apply || review.is_some() {
             Mode::Apply
         } else if args.check {
             Mode::Check
+        } else if args.list {
+            Mode::List
         } else {
             Mode::Diff
         };
-        Settings {
-            paths: args.paths,
-            mode,
-            all_hooks: args.all_hooks,
-            quiet: args.quiet,
-            color_stdout: color(std::io::stdout().is_terminal()),
-            color_stderr: color(std::io::stderr().is_terminal()),
-            jobs: args.jobs.filter(|&j| j > 0),
+
+        let mut paths = args.paths.clone();
+        if let Some(list) = &args.files_from {
+            paths.extend(read_path_list(list)?);
+        }
+        let stdin_name = if paths.iter().any(|p| p.as_os_str() == "-") {
+            if paths.len() != 1 {
+                return Err("`-` (stdin) must be the only path".to_owned());
+            }
+            if review.is_some() {
+                return Err("--interactive and --replay work on files, not stdin".to_owned());
+            }
+            Some(
+                args.stdin_filename
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from("-")),
+            )
+        } else {
+            None
+        };
+        if paths.is_empty() && args.files_from.is_none() {
+            paths.push(PathBuf::from("."));
+        }
+
+        let start = stdin_name
+            .as_deref()
+            .or_else(|| paths.first().map(PathBuf::as_path))
+            .unwrap_or(Path::new("."));
+        let config = config::load(args.config.as_deref(), args.isolated, start)
+            .map_err(|e| e.to_string())?;
+        let cwd = PathBuf::from(".");
+        let include = (!args.include.is_empty())
+            .then(|| Filter::new(&args.include, cwd.clone()))
+            .transpose()
+            .map_err(|e| format!("--include: {e}"))?;
+        let mut exclude = Vec::new();
+        if !args.exclude.is_empty() {
+            exclude.push(Filter::new(&args.exclude, cwd).map_err(|e| format!("--exclude: {e}"))?);
+        }
+        exclude.extend(config.exclude.clone());
+
+        let options = Options {
+            all_hooks: args.all_hooks || config.settings.all_hooks.unwrap_or(false),
             prefilter: !args.no_prefilter,
             strategy: match args.strategy {
-                StrategyArg::Decorate => crate::plan::Strategy::Decorate,
-                StrategyArg::Wrap => crate::plan::Strategy::Wrap,
+                StrategyArg::Decorate => Strategy::Decorate,
+                StrategyArg::Wrap => Strategy::Wrap,
             },
-            helper_module: args.helper_module,
+            helper_module: args.helper_module.clone(),
+            vocabulary: Arc::new(Vocabulary::new(&config.settings)),
+            selection: Selection { include, exclude },
+        };
+        let stderr_terminal = std::io::stderr().is_terminal();
+        Ok(Settings {
+            paths,
+            stdin_name,
+            mode,
+            review,
+            allow_dirty: args.allow_dirty,
+            format: args.format,
+            quiet: args.quiet,
+            color_stdout: color(std::io::stdout().is_terminal()),
+            color_stderr: color(stderr_terminal),
+            progress: stderr_terminal && !args.quiet && std::env::var_os("CI").is_none(),
+            jobs: args.jobs.filter(|&j| j > 0),
+            options,
             emit_pytest: args.emit_pytest,
-        }
+            config_path: config.path,
+        })
     }
+}
+
+/// The paths in a `--files-from` list: one per line, blank lines skipped.
+fn read_path_list(list: &Path) -> Result<Vec<PathBuf>, String> {
+    let text = if list.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|e| format!("--files-from -: cannot read stdin: {e}"))?
+    } else {
+        std::fs::read_to_string(list)
+            .map_err(|e| format!("--files-from {}: {e}", list.display()))?
+    };
+    Ok(text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .map(PathBuf::from)
+        .collect())
 }

@@ -8,6 +8,7 @@
 //! [`render`] (diff, notes, summary) / [`write`] (atomic).
 
 pub mod cli;
+pub mod config;
 pub mod discover;
 pub mod edit;
 pub mod error;
@@ -18,8 +19,12 @@ pub mod plan;
 pub mod prefilter;
 pub mod queries;
 pub mod render;
+pub mod report;
 pub mod resolve;
+pub mod review;
 pub mod source;
+pub mod vcs;
+pub mod vocabulary;
 pub mod wrap;
 pub mod write;
 
@@ -52,6 +57,8 @@ pub enum Mode {
     Apply,
     /// Write nothing; exit 1 if anything would change.
     Check,
+    /// Print every hook site with its status; write nothing.
+    List,
 }
 
 /// One file with hooks, after planning.
@@ -99,7 +106,7 @@ pub struct NewFile {
 }
 
 /// What an analysis run looks for and how.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// Fence hooks that do no offload work too.
     pub all_hooks: bool,
@@ -108,6 +115,11 @@ pub struct Options {
     pub strategy: plan::Strategy,
     /// `--helper-module`: the wrap strategy's helper, as a dotted module name.
     pub helper_module: Option<String>,
+    /// The names matched: defaults plus configuration.
+    pub vocabulary: std::sync::Arc<vocabulary::Vocabulary>,
+    /// Which walked files to take (`--include`) and skip (`--exclude`, the
+    /// configuration's `exclude`); files named explicitly are always taken.
+    pub selection: discover::Selection,
 }
 
 impl Default for Options {
@@ -117,6 +129,8 @@ impl Default for Options {
             prefilter: true,
             strategy: plan::Strategy::Decorate,
             helper_module: None,
+            vocabulary: std::sync::Arc::new(vocabulary::Vocabulary::default()),
+            selection: discover::Selection::default(),
         }
     }
 }
@@ -146,7 +160,11 @@ fn read_source(path: &Path) -> Result<Source, FileError> {
 }
 
 /// Parses and matches one decoded file.
-fn load(path: &Path, source: Source) -> Result<Loaded, FileError> {
+fn load(
+    path: &Path,
+    source: Source,
+    vocabulary: &vocabulary::Vocabulary,
+) -> Result<Loaded, FileError> {
     let tree = parse::parse(&source.text).ok_or_else(|| FileError::Syntax {
         path: path.to_path_buf(),
         at: Position { line: 1, column: 1 },
@@ -159,7 +177,7 @@ fn load(path: &Path, source: Source) -> Result<Loaded, FileError> {
             what,
         });
     }
-    let facts = matcher::analyze(&tree, &source.text);
+    let facts = matcher::analyze(&tree, &source.text, vocabulary);
     let keep =
         !facts.candidates.is_empty() || !facts.unresolved.is_empty() || !facts.fullgraph.is_empty();
     Ok(Loaded {
@@ -170,7 +188,11 @@ fn load(path: &Path, source: Source) -> Result<Loaded, FileError> {
 }
 
 /// Reads one file and parses it if `needles` (none: always) says it can matter.
-fn visit(path: &Path, needles: Option<&prefilter::Needles>) -> Outcome {
+fn visit(
+    path: &Path,
+    needles: Option<&prefilter::Needles>,
+    vocabulary: &vocabulary::Vocabulary,
+) -> Outcome {
     let source = match read_source(path) {
         Ok(source) => source,
         Err(err) => return Outcome::Failed(err),
@@ -179,7 +201,7 @@ fn visit(path: &Path, needles: Option<&prefilter::Needles>) -> Outcome {
         let fullgraph = prefilter::mentions_fullgraph(&source.text);
         return Outcome::NotYet(path.to_path_buf(), fullgraph);
     }
-    match load(path, source) {
+    match load(path, source, vocabulary) {
         Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
         Err(err) => Outcome::Failed(err),
     }
@@ -196,14 +218,20 @@ fn finish(
 ) -> Result<FileReport, FileError> {
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
-        .filter_map(|c| resolve::decide(c, index, options.all_hooks))
+        .filter_map(|c| resolve::decide(c, index, options.all_hooks, &options.vocabulary))
         .collect();
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();
     let (spelling, helper) = match options.strategy {
-        plan::Strategy::Decorate => (plan::Spelling::decorate(&facts), None),
-        plan::Strategy::Wrap if to_fence.is_empty() => (plan::Spelling::decorate(&facts), None),
+        plan::Strategy::Decorate => (
+            plan::Spelling::decorate(&facts, &options.vocabulary.decorator),
+            None,
+        ),
+        plan::Strategy::Wrap if to_fence.is_empty() => (
+            plan::Spelling::decorate(&facts, &options.vocabulary.decorator),
+            None,
+        ),
         plan::Strategy::Wrap => {
             let helper = wrap::Helper::for_file(&path, options.helper_module.as_deref()).map_err(
                 |what| FileError::Helper {
@@ -316,7 +344,7 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 /// nothing. The result does not depend on `options.prefilter` nor on the
 /// number of threads.
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
-    let (files, mut errors) = discover::discover(paths);
+    let (files, mut errors) = discover::discover(paths, &options.selection);
     let scanned = files.len();
 
     // Rounds of the prefilter: candidate names first, then the names of
@@ -325,12 +353,12 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let mut pending = files;
     let mut fullgraph_files = Vec::new();
     let mut searched = std::collections::BTreeSet::new();
-    let mut names = prefilter::candidate_names();
+    let mut names = options.vocabulary.candidate_names.clone();
     loop {
         let needles = options.prefilter.then(|| prefilter::Needles::new(&names));
         let outcomes: Vec<Outcome> = pending
             .par_iter()
-            .map(|path| visit(path, needles.as_ref()))
+            .map(|path| visit(path, needles.as_ref(), &options.vocabulary))
             .collect();
         pending = Vec::new();
         fullgraph_files.clear();
@@ -350,10 +378,13 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             break;
         }
         searched.extend(names);
-        names = prefilter::hook_class_names(loaded.iter().flat_map(|l| l.facts.classes.iter()))
-            .into_iter()
-            .filter(|n| !searched.contains(n))
-            .collect();
+        names = prefilter::hook_class_names(
+            loaded.iter().flat_map(|l| l.facts.classes.iter()),
+            &options.vocabulary.protocol_bases,
+        )
+        .into_iter()
+        .filter(|n| !searched.contains(n))
+        .collect();
         if names.is_empty() {
             break;
         }
@@ -363,7 +394,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     if loaded.iter().any(|l| !l.facts.candidates.is_empty()) {
         let outcomes: Vec<Outcome> = fullgraph_files
             .par_iter()
-            .map(|path| visit(path, None))
+            .map(|path| visit(path, None, &options.vocabulary))
             .collect();
         for outcome in outcomes {
             match outcome {
@@ -374,7 +405,17 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         }
     }
 
-    // The index is built in path order whatever the rounds were.
+    conclude(loaded, errors, scanned, options)
+}
+
+/// Builds the class index from every parsed file (in path order, whatever
+/// the prefilter rounds were), then decides and plans each file with hooks.
+fn conclude(
+    mut loaded: Vec<Loaded>,
+    mut errors: Vec<FileError>,
+    scanned: usize,
+    options: &Options,
+) -> Analysis {
     loaded.sort_by(|a, b| a.path.cmp(&b.path));
     let mut index = ClassIndex::default();
     for file in &loaded {
@@ -410,6 +451,23 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     }
 }
 
+/// Analyzes one file given as bytes (stdin), named `path` in messages. Only
+/// its own classes are known: a hook class whose base lives in another file
+/// is not recognised.
+pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysis {
+    let loaded = Source::decode(raw)
+        .map_err(|e| FileError::decode(path.clone(), e))
+        .and_then(|source| load(&path, source, &options.vocabulary));
+    match loaded {
+        Ok(file) => conclude(vec![file], Vec::new(), 1, options),
+        Err(err) => Analysis {
+            errors: vec![err],
+            scanned: 1,
+            ..Analysis::default()
+        },
+    }
+}
+
 /// Runs hookfence with already parsed settings, printing to the given
 /// streams. Returns the exit code.
 pub fn run(
@@ -417,62 +475,64 @@ pub fn run(
     stdout: &mut dyn std::io::Write,
     stderr: &mut dyn std::io::Write,
 ) -> std::io::Result<i32> {
-    let options = Options {
-        all_hooks: settings.all_hooks,
-        prefilter: settings.prefilter,
-        strategy: settings.strategy,
-        helper_module: settings.helper_module.clone(),
+    let options = &settings.options;
+    let stdin_raw = match &settings.stdin_name {
+        Some(name) => {
+            let mut raw = Vec::new();
+            if let Err(err) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut raw) {
+                writeln!(stderr, "{}: cannot read stdin: {err}", name.display())?;
+                return Ok(exit::ERROR);
+            }
+            Some(raw)
+        }
+        None => None,
+    };
+    let work = || match (&settings.stdin_name, &stdin_raw) {
+        (Some(name), Some(raw)) => analyze_source(name.clone(), raw.clone(), options),
+        _ => analyze(&settings.paths, options),
     };
     let mut analysis = match settings.jobs {
         Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(|| analyze(&settings.paths, &options)),
+            Ok(pool) => pool.install(work),
             Err(err) => {
                 writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
                 return Ok(exit::ERROR);
             }
         },
-        None => analyze(&settings.paths, &options),
+        None => work(),
     };
 
+    if let Some(how) = &settings.review
+        && let Err(message) = review::review(&mut analysis, how, settings)
+    {
+        writeln!(stderr, "hookfence: {message}")?;
+        return Ok(exit::ERROR);
+    }
+
+    let writes = settings.mode == Mode::Apply && settings.stdin_name.is_none();
+    if writes && !settings.allow_dirty {
+        let touched: Vec<&Path> = analysis
+            .files
+            .iter()
+            .filter(|f| f.new_text.is_some())
+            .map(|f| f.path.as_path())
+            .collect();
+        let dirty = vcs::uncommitted(&touched);
+        if !dirty.is_empty() {
+            let names: Vec<String> = dirty.iter().map(|p| p.display().to_string()).collect();
+            writeln!(
+                stderr,
+                "hookfence: refusing to write: {} {} uncommitted changes in git (commit or stash them so the rewrite can be reviewed and undone, or pass --allow-dirty)",
+                names.join(", "),
+                if dirty.len() == 1 { "has" } else { "have" }
+            )?;
+            return Ok(exit::ERROR);
+        }
+    }
+
     let mut written = 0;
-    if settings.mode == Mode::Apply {
-        let mut write_errors = Vec::new();
-        // Helpers first: a file is rewritten to import its helper only once
-        // the helper exists.
-        let mut missing_helpers = Vec::new();
-        for created in &analysis.created {
-            match write::create_new(&created.path, created.text.as_bytes()) {
-                Ok(()) => written += 1,
-                Err(err) => {
-                    missing_helpers.push(created.path.clone());
-                    write_errors.push(err);
-                }
-            }
-        }
-        for file in &analysis.files {
-            let Some(text) = &file.new_text else { continue };
-            if let Some(helper) = file
-                .helper
-                .as_ref()
-                .filter(|h| missing_helpers.contains(&h.path))
-            {
-                write_errors.push(FileError::Helper {
-                    path: file.path.clone(),
-                    what: format!(
-                        "{}: not rewritten, its helper module {} could not be created",
-                        file.path.display(),
-                        helper.path.display()
-                    ),
-                });
-                continue;
-            }
-            match write::write_atomic(&file.path, &file.source.raw, &file.source.encode(text)) {
-                Ok(()) => written += 1,
-                Err(err) => write_errors.push(err),
-            }
-        }
-        analysis.errors.extend(write_errors);
-        analysis.errors.sort_by(|a, b| a.path().cmp(b.path()));
+    if writes {
+        written = write_all(&mut analysis);
     }
     if let Some(out) = &settings.emit_pytest {
         let text = guard::pytest_module(&analysis, out);
@@ -490,14 +550,56 @@ pub fn run(
 
     let style = render::Style::new(settings.color_stdout);
     let err_style = render::Style::new(settings.color_stderr);
-    match settings.mode {
-        Mode::Diff => render::write_diffs(stdout, &analysis, &style)?,
-        Mode::Check => {
-            for line in render::unfenced(&analysis) {
+    match settings.format {
+        cli::Format::Json => {
+            let doc = report::json(&analysis, settings.mode, options.strategy);
+            writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            )?;
+        }
+        cli::Format::Sarif => {
+            let doc = report::sarif(&analysis);
+            writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string_pretty(&doc).unwrap_or_default()
+            )?;
+        }
+        cli::Format::Github => {
+            for line in report::github(&analysis) {
                 writeln!(stdout, "{line}")?;
             }
         }
-        Mode::Apply => {}
+        cli::Format::Diff => match (settings.mode, &settings.stdin_name) {
+            (Mode::List, _) => {
+                for line in report::list_lines(&analysis) {
+                    writeln!(stdout, "{line}")?;
+                }
+            }
+            (Mode::Check, _) => {
+                for line in render::unfenced(&analysis) {
+                    writeln!(stdout, "{line}")?;
+                }
+            }
+            // stdin: the file itself, rewritten or not, for editors.
+            (_, Some(_)) => match analysis.files.first() {
+                Some(file) => {
+                    let text = file.new_text.as_deref().unwrap_or(&file.source.text);
+                    stdout.write_all(&file.source.encode(text))?;
+                }
+                None => {
+                    if analysis.errors.is_empty()
+                        && let Some(raw) = &stdin_raw
+                    {
+                        stdout.write_all(raw)?;
+                    }
+                }
+            },
+            (Mode::Diff, None) => render::write_diffs(stdout, &analysis, &style)?,
+            (Mode::Apply, None) => {}
+        },
     }
     stdout.flush()?;
     if !settings.quiet {
@@ -528,4 +630,48 @@ pub fn run(
     } else {
         exit::SUCCESS
     })
+}
+
+/// Writes the helpers, then every rewritten file, each atomically; returns
+/// how many files were written and records failures as errors.
+fn write_all(analysis: &mut Analysis) -> usize {
+    let mut written = 0;
+    let mut write_errors = Vec::new();
+    // Helpers first: a file is rewritten to import its helper only once
+    // the helper exists.
+    let mut missing_helpers = Vec::new();
+    for created in &analysis.created {
+        match write::create_new(&created.path, created.text.as_bytes()) {
+            Ok(()) => written += 1,
+            Err(err) => {
+                missing_helpers.push(created.path.clone());
+                write_errors.push(err);
+            }
+        }
+    }
+    for file in &analysis.files {
+        let Some(text) = &file.new_text else { continue };
+        if let Some(helper) = file
+            .helper
+            .as_ref()
+            .filter(|h| missing_helpers.contains(&h.path))
+        {
+            write_errors.push(FileError::Helper {
+                path: file.path.clone(),
+                what: format!(
+                    "{}: not rewritten, its helper module {} could not be created",
+                    file.path.display(),
+                    helper.path.display()
+                ),
+            });
+            continue;
+        }
+        match write::write_atomic(&file.path, &file.source.raw, &file.source.encode(text)) {
+            Ok(()) => written += 1,
+            Err(err) => write_errors.push(err),
+        }
+    }
+    analysis.errors.extend(write_errors);
+    analysis.errors.sort_by(|a, b| a.path().cmp(b.path()));
+    written
 }

@@ -11,6 +11,7 @@ use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 use crate::error::Position;
 use crate::queries::QUERIES;
 use crate::source::{indentation_at, line_ending_at, line_start, next_line_start, text_position};
+use crate::vocabulary::Vocabulary;
 
 /// Decorators that must stay outermost: the fence goes directly below them.
 const OUTERMOST_DECORATORS: &[&str] =
@@ -154,6 +155,16 @@ fn position(text: &str, offset: usize) -> Position {
 /// Whether a resolved dotted path is torch's disable (or a project's, such
 /// as DeepSpeed's `deepspeed.runtime.compiler.disable`), or the `no_compile`
 /// helper of the wrap strategy.
+/// A disable path, or a configured fence spelling (matched on the resolved
+/// path or as its last dotted segments).
+fn is_fence_path(path: &str, vocabulary: &Vocabulary) -> bool {
+    is_disable_path(path)
+        || vocabulary
+            .fence_spellings
+            .iter()
+            .any(|s| path == s || path.ends_with(&format!(".{s}")))
+}
+
 fn is_disable_path(path: &str) -> bool {
     let mut segments = path.rsplit('.');
     matches!(
@@ -362,6 +373,7 @@ struct Fences {
 
 struct FileContext<'t> {
     text: &'t str,
+    vocabulary: &'t Vocabulary,
     bindings: Bindings,
     fences: Fences,
     /// Every function definition, by name.
@@ -374,7 +386,8 @@ struct FileContext<'t> {
 
 impl<'t> FileContext<'t> {
     fn is_fence_callee(&self, dotted: &str) -> bool {
-        self.fences.wrappers.contains(dotted) || is_disable_path(&self.bindings.resolve(dotted))
+        self.fences.wrappers.contains(dotted)
+            || is_fence_path(&self.bindings.resolve(dotted), self.vocabulary)
     }
 
     fn is_partial(&self, dotted: &str) -> bool {
@@ -382,7 +395,12 @@ impl<'t> FileContext<'t> {
     }
 }
 
-fn collect_fences<'t>(root: Node<'t>, text: &'t str, bindings: &Bindings) -> Fences {
+fn collect_fences<'t>(
+    root: Node<'t>,
+    text: &'t str,
+    bindings: &Bindings,
+    vocabulary: &Vocabulary,
+) -> Fences {
     let q = &QUERIES.fences;
     let mut disable_calls = Vec::new();
     let mut patches = Vec::new();
@@ -390,7 +408,7 @@ fn collect_fences<'t>(root: Node<'t>, text: &'t str, bindings: &Bindings) -> Fen
     for_each_match(&q.compiled.query, root, text, |captures| {
         if let Some(function) = capture(captures, q.call_function) {
             if let Some(name) = dotted(function, text)
-                && is_disable_path(&bindings.resolve(&name))
+                && is_fence_path(&bindings.resolve(&name), vocabulary)
             {
                 disable_calls.push(function);
             }
@@ -434,7 +452,9 @@ fn collect_fences<'t>(root: Node<'t>, text: &'t str, bindings: &Bindings) -> Fen
         let Some(fence_name) = dotted(fence, text) else {
             continue;
         };
-        if !(wrappers.contains(&fence_name) || is_disable_path(&bindings.resolve(&fence_name))) {
+        if !(wrappers.contains(&fence_name)
+            || is_fence_path(&bindings.resolve(&fence_name), vocabulary))
+        {
             continue;
         }
         let line = fence.start_position().row + 1;
@@ -510,7 +530,7 @@ fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
 /// Extracts every fact hookfence needs from a parsed file. Files with no
 /// protocol method and no register call stop after the class index and the
 /// `fullgraph=True` scan.
-pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
+pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
     let root = tree.root_node();
 
     let mut class_facts = Vec::new();
@@ -536,14 +556,14 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
     });
 
     let mut hook_methods = Vec::new();
-    let qh = &QUERIES.hook_methods;
+    let qh = &vocabulary.hook_methods;
     for_each_match(&qh.compiled.query, root, text, |captures| {
         if let (Some(class), Some(def)) = (capture(captures, qh.class), capture(captures, qh.def)) {
             hook_methods.push((class, def));
         }
     });
     let mut registrations = Vec::new();
-    let qr = &QUERIES.registrations;
+    let qr = &vocabulary.registrations;
     for_each_match(&qr.compiled.query, root, text, |captures| {
         if let (Some(call), Some(arguments)) =
             (capture(captures, qr.call), capture(captures, qr.arguments))
@@ -565,7 +585,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
     }
 
     let bindings = Bindings::collect(root, text);
-    let mut fences = collect_fences(root, text, &bindings);
+    let mut fences = collect_fences(root, text, &bindings, vocabulary);
 
     let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
     let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
@@ -594,7 +614,8 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
         for (assignment, value) in list {
             if binding_scope(*assignment).is_none()
                 && let Some(value) = dotted(*value, text)
-                && (fences.wrappers.contains(&value) || is_disable_path(&bindings.resolve(&value)))
+                && (fences.wrappers.contains(&value)
+                    || is_fence_path(&bindings.resolve(&value), vocabulary))
             {
                 fences.wrappers.insert(name.clone());
             }
@@ -603,6 +624,7 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
 
     let ctx = FileContext {
         text,
+        vocabulary,
         bindings,
         fences,
         functions,
@@ -630,7 +652,19 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
 
     for (call, arguments) in registrations {
         let at = position(text, call.start_byte());
-        let Some(hook) = hook_argument(arguments, text) else {
+        let method = call
+            .child_by_field_name("function")
+            .map(|f| match f.child_by_field_name("attribute") {
+                Some(attribute) => node_text(attribute, text),
+                None => node_text(f, text),
+            })
+            .unwrap_or_default();
+        let position = vocabulary
+            .registrar_positions
+            .get(method)
+            .copied()
+            .unwrap_or(0);
+        let Some(hook) = hook_argument(arguments, text, position) else {
             unresolved.push(Unresolved {
                 at,
                 what: "hook passed in a form hookfence cannot follow (`*args` or `**kwargs`)"
@@ -678,10 +712,13 @@ pub fn analyze(tree: &Tree, text: &str) -> FileFacts {
     }
 }
 
-/// The hook a register call receives: its first positional argument or `hook=`.
-fn hook_argument<'t>(arguments: Node<'t>, text: &str) -> Option<Node<'t>> {
+/// The hook a register call receives: `hook=`, else its positional argument
+/// number `position` (0 for torch's registrars). `None` when a splat comes
+/// first, hiding which argument it is.
+fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Option<Node<'t>> {
     let mut cursor = arguments.walk();
-    let mut first_positional = None;
+    let mut positional = Vec::new();
+    let mut splat_before = false;
     for argument in arguments.named_children(&mut cursor) {
         match argument.kind() {
             "keyword_argument" => {
@@ -691,17 +728,18 @@ fn hook_argument<'t>(arguments: Node<'t>, text: &str) -> Option<Node<'t>> {
                 }
             }
             "list_splat" | "dictionary_splat" => {
-                first_positional?;
-            }
-            "comment" => {}
-            _ => {
-                if first_positional.is_none() {
-                    first_positional = Some(argument);
+                if positional.len() <= position {
+                    splat_before = true;
                 }
             }
+            "comment" => {}
+            _ => positional.push(argument),
         }
     }
-    first_positional
+    if splat_before {
+        return None;
+    }
+    positional.get(position).copied()
 }
 
 enum Resolved<'t> {

@@ -30,19 +30,36 @@ pub struct Spelling {
 }
 
 impl Spelling {
-    /// `@torch.compiler.disable()`, with the module's own name for torch, and
-    /// `import torch` after the docstring and `__future__` imports if torch
-    /// is not bound at module level.
-    pub fn decorate(facts: &FileFacts) -> Spelling {
-        let torch = facts.torch_name.as_deref().unwrap_or("torch");
-        let callee = format!("{torch}.compiler.disable");
+    /// `decorator` (by default `torch.compiler.disable()`), written with the
+    /// module's own name for its first segment when that is torch under an
+    /// alias, and `import <first segment>` after the docstring and
+    /// `__future__` imports when the module does not bind it.
+    pub fn decorate(facts: &FileFacts, decorator: &str) -> Spelling {
+        let (root, rest) = decorator.split_once('.').unwrap_or((decorator, ""));
+        let bound_as = if root == "torch" {
+            facts.torch_name.clone()
+        } else {
+            facts
+                .module_bindings
+                .contains_key(root)
+                .then(|| root.to_owned())
+        };
+        let name = bound_as.as_deref().unwrap_or(root);
+        let decorator = if rest.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name}.{rest}")
+        };
+        let callee = decorator
+            .split_once('(')
+            .map_or(decorator.as_str(), |(c, _)| c)
+            .to_owned();
         Spelling {
-            decorator: format!("{callee}()"),
+            decorator,
             callee,
-            import: facts
-                .torch_name
+            import: bound_as
                 .is_none()
-                .then(|| (facts.import_at, "import torch".to_owned())),
+                .then(|| (facts.import_at, format!("import {root}"))),
         }
     }
 

@@ -16,7 +16,6 @@ use std::collections::BTreeSet;
 use aho_corasick::AhoCorasick;
 
 use crate::matcher::ClassFact;
-use crate::resolve::PROTOCOL_BASES;
 
 /// The literal every `# hookfence: ignore` comment holds (see
 /// `queries/suppressions.scm`): files with one are parsed so that a
@@ -50,40 +49,13 @@ impl Needles {
     }
 }
 
-/// The strings of every `#any-of?` and `#eq?` predicate in a query source.
-fn predicate_strings(query_source: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for marker in ["#any-of?", "#eq?"] {
-        for predicate in query_source.split(marker).skip(1) {
-            let body = predicate.split(')').next().unwrap_or_default();
-            out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
-        }
-    }
-    out
-}
-
-/// The names that make a file a candidate file: hook method names and
-/// register functions, straight from the queries, plus the protocol bases.
-pub fn candidate_names() -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = [
-        crate::queries::HOOK_METHODS_SCM,
-        crate::queries::REGISTRATIONS_SCM,
-    ]
-    .into_iter()
-    .flat_map(predicate_strings)
-    .collect();
-    names.extend(PROTOCOL_BASES.iter().map(|s| s.to_string()));
-    names.insert(SUPPRESSION_MARK.to_owned());
-    names
-}
-
 /// Whether `text` may pass a `fullgraph=` keyword argument: the keyword
 /// name from `queries/fullgraph.scm` as a whole word, then `=` (not `==`).
 /// Names that merely end in it, like transformers' `_can_compile_fullgraph`,
 /// do not count.
 pub fn mentions_fullgraph(text: &str) -> bool {
     static KEYWORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        predicate_strings(crate::queries::FULLGRAPH_SCM)
+        crate::vocabulary::predicate_strings(crate::queries::FULLGRAPH_SCM)
             .into_iter()
             .next()
             .unwrap_or_else(|| "fullgraph".to_owned())
@@ -102,8 +74,9 @@ pub fn mentions_fullgraph(text: &str) -> bool {
 /// `classes` (by last dotted segment, as the class index resolves them).
 pub fn hook_class_names<'a>(
     classes: impl Iterator<Item = &'a ClassFact> + Clone,
+    protocol_bases: &[String],
 ) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = PROTOCOL_BASES.iter().map(|s| s.to_string()).collect();
+    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
     loop {
         let before = names.len();
         for class in classes.clone() {
@@ -128,7 +101,7 @@ mod tests {
 
     #[test]
     fn candidate_names_come_from_the_queries() {
-        let names = candidate_names();
+        let names = crate::vocabulary::Vocabulary::default().candidate_names;
         for expected in [
             "pre_forward",
             "post_forward",
@@ -157,7 +130,7 @@ mod tests {
             class("A", &["accelerate.hooks.ModelHook"]),
             class("Other", &["object"]),
         ];
-        let names = hook_class_names(classes.iter());
+        let names = hook_class_names(classes.iter(), &["ModelHook".to_owned()]);
         assert_eq!(
             names.into_iter().collect::<Vec<_>>(),
             ["A", "B", "C", "ModelHook"]

@@ -16,7 +16,7 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    fn new(name: &str, text: &str) -> Compiled {
+    pub fn new(name: &str, text: &str) -> Compiled {
         let query = Query::new(&language(), text)
             .unwrap_or_else(|err| panic!("queries/{name}.scm does not compile: {err}"));
         Compiled { query }
@@ -33,6 +33,16 @@ pub struct HookMethods {
     pub compiled: Compiled,
     pub class: u32,
     pub def: u32,
+}
+
+impl HookMethods {
+    pub fn new(compiled: Compiled) -> HookMethods {
+        HookMethods {
+            class: compiled.capture("hook.class"),
+            def: compiled.capture("hook.def"),
+            compiled,
+        }
+    }
 }
 
 pub struct Classes {
@@ -55,6 +65,17 @@ pub struct Registrations {
     pub call: u32,
     pub method: u32,
     pub arguments: u32,
+}
+
+impl Registrations {
+    pub fn new(compiled: Compiled) -> Registrations {
+        Registrations {
+            call: compiled.capture("registration.call"),
+            method: compiled.capture("registration.method"),
+            arguments: compiled.capture("registration.arguments"),
+            compiled,
+        }
+    }
 }
 
 pub struct OffloadEvidence {
@@ -90,11 +111,11 @@ pub struct Fullgraph {
     pub argument: u32,
 }
 
+/// The queries whose patterns the configuration does not change (the hook
+/// method and registrar queries live in [`crate::vocabulary::Vocabulary`]).
 pub struct Queries {
-    pub hook_methods: HookMethods,
     pub classes: Classes,
     pub functions: Functions,
-    pub registrations: Registrations,
     pub offload_evidence: OffloadEvidence,
     pub imports: Imports,
     pub fences: Fences,
@@ -126,21 +147,14 @@ macro_rules! load {
 
 impl Queries {
     fn compile() -> Queries {
-        let hook_methods = load!("hook_methods");
         let classes = load!("classes");
         let functions = load!("functions");
-        let registrations = load!("registrations");
         let offload_evidence = load!("offload_evidence");
         let imports = load!("imports");
         let fences = load!("fences");
         let fullgraph = load!("fullgraph");
         let suppressions = load!("suppressions");
         Queries {
-            hook_methods: HookMethods {
-                class: hook_methods.capture("hook.class"),
-                def: hook_methods.capture("hook.def"),
-                compiled: hook_methods,
-            },
             classes: Classes {
                 def: classes.capture("class.def"),
                 name: classes.capture("class.name"),
@@ -153,12 +167,6 @@ impl Queries {
                 assignment_name: functions.capture("assignment.name"),
                 assignment_value: functions.capture("assignment.value"),
                 compiled: functions,
-            },
-            registrations: Registrations {
-                call: registrations.capture("registration.call"),
-                method: registrations.capture("registration.method"),
-                arguments: registrations.capture("registration.arguments"),
-                compiled: registrations,
             },
             offload_evidence: OffloadEvidence {
                 compiled: offload_evidence,
@@ -215,15 +223,16 @@ mod tests {
     #[test]
     fn every_query_compiles_and_matches_a_positive_and_not_a_negative_sample() {
         let q = &*QUERIES;
+        let v = crate::vocabulary::Vocabulary::default();
         let hook = "class H(ModelHook):\n    def pre_forward(self, m):\n        pass\n";
-        assert_eq!(count(&q.hook_methods.compiled, hook), 1);
+        assert_eq!(count(&v.hook_methods.compiled, hook), 1);
         assert_eq!(
-            count(&q.hook_methods.compiled, "def pre_forward(m):\n    pass\n"),
+            count(&v.hook_methods.compiled, "def pre_forward(m):\n    pass\n"),
             0
         );
         assert_eq!(
             count(
-                &q.hook_methods.compiled,
+                &v.hook_methods.compiled,
                 "class H:\n    def forward(self):\n        pass\n"
             ),
             0
@@ -240,27 +249,27 @@ mod tests {
 
         assert_eq!(
             count(
-                &q.registrations.compiled,
+                &v.registrations.compiled,
                 "m.register_forward_pre_hook(f)\n"
             ),
             1
         );
         assert_eq!(
             count(
-                &q.registrations.compiled,
+                &v.registrations.compiled,
                 "register_module_forward_hook(f)\n"
             ),
             1
         );
         assert_eq!(
             count(
-                &q.registrations.compiled,
+                &v.registrations.compiled,
                 "m.register_full_backward_hook(f)\n"
             ),
             0
         );
         assert_eq!(
-            count(&q.registrations.compiled, "'m.register_forward_hook(f)'\n"),
+            count(&v.registrations.compiled, "'m.register_forward_hook(f)'\n"),
             0
         );
 

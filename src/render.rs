@@ -261,8 +261,8 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
             plural(to_fence, "hook", "hooks"),
             plural(written, "file", "files")
         ),
-        Mode::Check if to_fence == 0 => "No unfenced offload hooks".to_owned(),
-        Mode::Check => format!(
+        Mode::Check | Mode::List if to_fence == 0 => "No unfenced offload hooks".to_owned(),
+        Mode::Check | Mode::List => format!(
             "{} unfenced in {}",
             plural(to_fence, "offload hook", "offload hooks"),
             plural(changed, "file", "files")

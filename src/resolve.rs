@@ -6,9 +6,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::matcher::{Candidate, ClassFact, FenceState};
 
-/// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
-pub const PROTOCOL_BASES: &[&str] = &["ModelHook"];
-
 /// What hookfence does with one hook site.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -75,7 +72,7 @@ impl ClassIndex {
 
     /// The chain of class names from `bases` up to a protocol base, shortest
     /// first found: `["CpuOffload", "ModelHook"]`. `None` if there is none.
-    pub fn lineage(&self, bases: &[String]) -> Option<Vec<String>> {
+    pub fn lineage(&self, bases: &[String], protocol_bases: &[String]) -> Option<Vec<String>> {
         let mut queue: VecDeque<Vec<String>> = bases
             .iter()
             .map(|b| vec![last_segment(b).to_owned()])
@@ -83,7 +80,7 @@ impl ClassIndex {
         let mut seen = HashSet::new();
         while let Some(path) = queue.pop_front() {
             let Some(current) = path.last() else { continue };
-            if PROTOCOL_BASES.contains(&current.as_str()) {
+            if protocol_bases.contains(current) {
                 return Some(path);
             }
             if !seen.insert(current.clone()) {
@@ -103,12 +100,17 @@ impl ClassIndex {
 
 /// Decides what a candidate is. `None`: not a hook at all (a `pre_forward`
 /// of a class that is no hook, or the protocol base's own no-op).
-pub fn decide(candidate: Candidate, index: &ClassIndex, all_hooks: bool) -> Option<HookSite> {
+pub fn decide(
+    candidate: Candidate,
+    index: &ClassIndex,
+    all_hooks: bool,
+    vocabulary: &crate::vocabulary::Vocabulary,
+) -> Option<HookSite> {
     let mut why = Vec::new();
     let mut lineage = Vec::new();
     if let Some(owner) = &candidate.owner
-        && !PROTOCOL_BASES.contains(&owner.class.as_str())
-        && let Some(chain) = index.lineage(&owner.bases)
+        && !vocabulary.is_protocol_base(&owner.class)
+        && let Some(chain) = index.lineage(&owner.bases, &vocabulary.protocol_bases)
     {
         let base = chain.last().cloned().unwrap_or_default();
         if chain.len() > 1 {
@@ -180,17 +182,18 @@ mod tests {
             class("A", &["B"]),
             class("B", &["A"]),
         ]);
+        let bases = ["ModelHook".to_owned()];
         assert_eq!(
-            index.lineage(&["Device".to_owned()]),
+            index.lineage(&["Device".to_owned()], &bases),
             Some(vec![
                 "Device".into(),
                 "OffloadBase".into(),
                 "ModelHook".into()
             ])
         );
-        assert_eq!(index.lineage(&["A".to_owned()]), None);
+        assert_eq!(index.lineage(&["A".to_owned()], &bases), None);
         assert_eq!(
-            index.lineage(&["hooks.ModelHook".to_owned()]),
+            index.lineage(&["hooks.ModelHook".to_owned()], &bases),
             Some(vec!["ModelHook".into()])
         );
     }

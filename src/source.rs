@@ -128,6 +128,16 @@ impl Source {
         out
     }
 
+    /// The offset in the file's bytes of an offset into `text` (they differ
+    /// by the BOM, and for encodings other than UTF-8).
+    pub fn file_offset(&self, offset: usize) -> usize {
+        let bom = if self.bom { UTF8_BOM.len() } else { 0 };
+        match self.encoding {
+            Encoding::Utf8 => bom + offset,
+            _ => bom + self.encoding.encode(&self.text[..offset]).len(),
+        }
+    }
+
     /// 1-based line and character column of a byte offset into `text`.
     pub fn position(&self, offset: usize) -> (usize, usize) {
         text_position(&self.text, offset)

@@ -1010,7 +1010,7 @@ fn discovery_honours_gitignore_hidden_dirs_and_extensions() {
         "\n{run}"
     );
 
-    let run = p.run(&["--apply", "build/hook.py", "scripts/train"]);
+    let run = p.run(&["--apply", "--allow-dirty", "build/hook.py", "scripts/train"]);
     run.expect_code(0);
     assert_eq!(p.read_str("build/hook.py"), HOOK_FENCED);
     assert_eq!(p.read_str("scripts/train"), HOOK_FENCED);

@@ -1,0 +1,159 @@
+//! The names a run matches: the defaults in `queries/*.scm` plus what the
+//! configuration adds (`hook-bases`, `hook-methods`, `registrars`,
+//! `fence-spellings`, `decorator`). Extra method and registrar names are
+//! spliced into the queries' own `#any-of?` predicates, so the patterns stay
+//! in one place and the prefilter reads its needles from the same text.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::config;
+use crate::queries::{self, Compiled, HookMethods, Registrations};
+
+/// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
+pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
+
+/// The decorator the decorate strategy inserts, without the `@`.
+pub const DEFAULT_DECORATOR: &str = "torch.compiler.disable()";
+
+pub struct Vocabulary {
+    pub hook_methods: HookMethods,
+    pub registrations: Registrations,
+    /// Registrars whose hook is not the first positional argument.
+    pub registrar_positions: HashMap<String, usize>,
+    pub protocol_bases: Vec<String>,
+    /// Extra dotted names that count as a fence.
+    pub fence_spellings: Vec<String>,
+    /// What the decorate strategy inserts after `@`.
+    pub decorator: String,
+    /// Literal names whose presence makes a file worth parsing.
+    pub candidate_names: BTreeSet<String>,
+}
+
+/// Adds `extra` strings to the `#any-of?` predicate on `@capture` in `scm`.
+fn splice(scm: &str, capture: &str, extra: &[String]) -> String {
+    let marker = format!("#any-of? @{capture}");
+    let Some(at) = scm.find(&marker) else {
+        return scm.to_owned();
+    };
+    let insert_at = at + marker.len();
+    let quoted: String = extra.iter().map(|n| format!(" \"{n}\"")).collect();
+    format!("{}{quoted}{}", &scm[..insert_at], &scm[insert_at..])
+}
+
+/// The strings of every `#any-of?` and `#eq?` predicate in a query source.
+pub fn predicate_strings(query_source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for marker in ["#any-of?", "#eq?"] {
+        for predicate in query_source.split(marker).skip(1) {
+            let body = predicate.split(')').next().unwrap_or_default();
+            out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
+        }
+    }
+    out
+}
+
+impl Vocabulary {
+    pub fn new(settings: &config::Settings) -> Vocabulary {
+        let mut registrar_positions = HashMap::new();
+        let mut registrar_names = Vec::new();
+        for registrar in &settings.registrars {
+            let (name, index) = registrar.split_once(':').unwrap_or((registrar, "0"));
+            registrar_names.push(name.to_owned());
+            if let Ok(index) = index.parse::<usize>()
+                && index > 0
+            {
+                registrar_positions.insert(name.to_owned(), index);
+            }
+        }
+        let hook_methods_scm = splice(
+            queries::HOOK_METHODS_SCM,
+            "hook.name",
+            &settings.hook_methods,
+        );
+        let registrations_scm = splice(
+            queries::REGISTRATIONS_SCM,
+            "registration.method",
+            &registrar_names,
+        );
+        let hook_methods = Compiled::new("hook_methods", &hook_methods_scm);
+        let registrations = Compiled::new("registrations", &registrations_scm);
+
+        let protocol_bases: Vec<String> = DEFAULT_PROTOCOL_BASES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(settings.hook_bases.iter().cloned())
+            .collect();
+        let decorator = settings
+            .decorator
+            .clone()
+            .unwrap_or_else(|| DEFAULT_DECORATOR.to_owned());
+        let mut fence_spellings = settings.fence_spellings.clone();
+        // What hookfence inserts must count as a fence, or a second run
+        // would fence again.
+        let inserted = decorator
+            .split_once('(')
+            .map_or(decorator.as_str(), |(c, _)| c);
+        fence_spellings.push(inserted.to_owned());
+
+        let mut candidate_names: BTreeSet<String> = predicate_strings(&hook_methods_scm)
+            .into_iter()
+            .chain(predicate_strings(&registrations_scm))
+            .collect();
+        candidate_names.extend(protocol_bases.iter().cloned());
+        candidate_names.insert(crate::prefilter::SUPPRESSION_MARK.to_owned());
+
+        Vocabulary {
+            hook_methods: HookMethods::new(hook_methods),
+            registrations: Registrations::new(registrations),
+            registrar_positions,
+            protocol_bases,
+            fence_spellings,
+            decorator,
+            candidate_names,
+        }
+    }
+
+    pub fn is_protocol_base(&self, name: &str) -> bool {
+        self.protocol_bases.iter().any(|b| b == name)
+    }
+}
+
+impl Default for Vocabulary {
+    fn default() -> Vocabulary {
+        Vocabulary::new(&config::Settings::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_names_are_spliced_into_the_queries() {
+        let settings = config::Settings {
+            hook_methods: vec!["offload_step".into()],
+            registrars: vec!["add_hook:1".into(), "attach".into()],
+            hook_bases: vec!["OffloadProtocol".into()],
+            ..Default::default()
+        };
+        let vocabulary = Vocabulary::new(&settings);
+        for name in [
+            "pre_forward",
+            "offload_step",
+            "add_hook",
+            "attach",
+            "register_forward_hook",
+            "OffloadProtocol",
+            "ModelHook",
+        ] {
+            assert!(vocabulary.candidate_names.contains(name), "{name}");
+        }
+        assert_eq!(vocabulary.registrar_positions.get("add_hook"), Some(&1));
+        assert_eq!(vocabulary.registrar_positions.get("attach"), None);
+        assert!(
+            vocabulary
+                .fence_spellings
+                .contains(&"torch.compiler.disable".to_owned())
+        );
+    }
+}
