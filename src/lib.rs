@@ -218,7 +218,7 @@ fn finish(
 ) -> Result<FileReport, FileError> {
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
-        .filter_map(|c| resolve::decide(c, index, options.all_hooks, &options.vocabulary))
+        .filter_map(|c| resolve::decide(c, index, options.all_hooks, &options.vocabulary, &path))
         .collect();
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
@@ -286,17 +286,28 @@ impl FileReport {
         &self,
         accept: impl Fn(&HookSite) -> bool,
     ) -> Result<(Option<String>, Vec<String>), FileError> {
+        self.rewrite_with(accept, &[])
+    }
+
+    /// [`FileReport::rewrite`], with `extra` fixes applied after the chosen
+    /// ones (so that at one offset their edits come last).
+    pub fn rewrite_with(
+        &self,
+        accept: impl Fn(&HookSite) -> bool,
+        extra: &[edit::Fix],
+    ) -> Result<(Option<String>, Vec<String>), FileError> {
         let chosen: Vec<&HookSite> = self
             .sites
             .iter()
             .filter(|s| s.fix.is_some() && accept(s))
             .collect();
-        let fixes: Vec<edit::Fix> = chosen.iter().filter_map(|s| s.fix.clone()).collect();
+        let mut fixes: Vec<edit::Fix> = chosen.iter().filter_map(|s| s.fix.clone()).collect();
+        fixes.extend_from_slice(extra);
         let applied = edit::apply(&self.source.text, &fixes);
         let conflicts = applied
             .skipped
             .iter()
-            .map(|&i| chosen[i].candidate.qualname.clone())
+            .filter_map(|&i| chosen.get(i).map(|s| s.candidate.qualname.clone()))
             .collect();
         if applied.text == self.source.text {
             return Ok((None, conflicts));
@@ -602,7 +613,8 @@ pub fn run(
         },
     }
     stdout.flush()?;
-    if !settings.quiet {
+    // The audit already holds every hook left alone.
+    if !settings.quiet && settings.mode != Mode::List {
         for line in render::notes(&analysis) {
             writeln!(stderr, "{line}")?;
         }

@@ -89,7 +89,7 @@ fn write_new_file(out: &mut dyn Write, new: &crate::NewFile, style: &Style) -> i
     Ok(())
 }
 
-fn write_hunk(
+pub(crate) fn write_hunk(
     out: &mut dyn Write,
     text: &str,
     encoding: crate::source::Encoding,
@@ -171,6 +171,7 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                         .map(|r| format!(" ({r})"))
                         .unwrap_or_default()
                 ),
+                Status::Declined { note, .. } => note.clone(),
                 _ => continue,
             };
             file_lines.push((c.at, what));
@@ -244,6 +245,7 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     let fenced = count(|s| matches!(s, Status::Fenced(_)));
     let not_offload = count(|s| matches!(s, Status::NotOffload));
     let opted_out = count(|s| matches!(s, Status::OptedOut { .. }));
+    let declined = count(|s| matches!(s, Status::Declined { .. }));
     let unresolved: usize = analysis.files.iter().map(|f| f.unresolved.len()).sum();
     let changed = analysis
         .files
@@ -267,6 +269,12 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
             plural(to_fence, "offload hook", "offload hooks"),
             plural(changed, "file", "files")
         ),
+    };
+    // Only a review declines; other runs keep the summary as it was.
+    let head = if declined > 0 {
+        format!("{head}, left {declined} unfenced")
+    } else {
+        head
     };
     format!(
         "{head} ({fenced} already fenced, {not_offload} not offload, {opted_out} opted out, {unresolved} unresolved; {} scanned, {} skipped)",

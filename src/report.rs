@@ -24,6 +24,9 @@ fn reason(site: &HookSite) -> String {
             Some(reason) => format!("hookfence: ignore on line {line} ({reason}); {why}"),
             None => format!("hookfence: ignore on line {line}; {why}"),
         },
+        Status::Declined { evidence, .. } => {
+            format!("{evidence}; left unfenced in review; {why}")
+        }
     }
 }
 

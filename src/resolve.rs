@@ -19,6 +19,9 @@ pub enum Status {
     OptedOut { line: usize },
     /// `# hookfence: ignore[reason]` on this line.
     Suppressed { line: usize, reason: Option<String> },
+    /// An offload hook the review (`--interactive`, `--replay`) left
+    /// unfenced; `note` tells the user why.
+    Declined { evidence: String, note: String },
 }
 
 impl Status {
@@ -30,6 +33,7 @@ impl Status {
             Status::NotOffload => "not-offload",
             Status::OptedOut { .. } => "opted-out",
             Status::Suppressed { .. } => "suppressed",
+            Status::Declined { .. } => "declined",
         }
     }
 }
@@ -105,6 +109,7 @@ pub fn decide(
     index: &ClassIndex,
     all_hooks: bool,
     vocabulary: &crate::vocabulary::Vocabulary,
+    path: &std::path::Path,
 ) -> Option<HookSite> {
     let mut why = Vec::new();
     let mut lineage = Vec::new();
@@ -121,7 +126,7 @@ pub fn decide(
         lineage = chain;
     }
     if let Some(at) = candidate.registered_at {
-        why.push(format!("registered at line {}", at.line));
+        why.push(format!("registered at {}:{}", path.display(), at.line));
     }
     if why.is_empty() {
         return None;

@@ -1567,3 +1567,454 @@ fn fullgraph_true_gets_a_note_when_the_tree_has_hooks() {
     let run = no_hooks.run(&["."]);
     assert!(!run.stderr.contains("fullgraph"), "{run}");
 }
+
+// ---- Review and scripting: audit, formats, configuration, selection -------
+
+/// One project with a hook site of every status.
+fn audit_project() -> Project {
+    Project::new(&[(
+        "hooks.py",
+        br#"import torch
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    @torch.compiler.disable()
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+
+
+class CacheHook(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+
+class Traced(ModelHook):
+    # hookfence: ignore[custom op stays in the graph]
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    # @torch.compiler.disable()
+    def post_forward(self, module, output):
+        module.cpu()
+        return output
+
+
+def attach(model, make_hook):
+    model.register_forward_pre_hook(make_hook(0))
+"#,
+    )])
+}
+
+#[test]
+fn list_prints_every_site_with_status_qualname_and_reason() {
+    let p = audit_project();
+    let before = p.snapshot();
+    let run = p.run(&["--list", "."]);
+    run.expect_code(0);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{run}");
+    let expect = [
+        ("hooks.py:6:5  unfenced  CpuOffload.pre_forward  moves or casts module state via .to(...); subclass of ModelHook"),
+        ("hooks.py:11:5  fenced  CpuOffload.post_forward  fenced by @torch.compiler.disable()"),
+        ("hooks.py:17:5  not-offload  CacheHook.pre_forward  "),
+        ("hooks.py:23:5  suppressed  Traced.pre_forward  hookfence: ignore on line 22 (custom op stays in the graph)"),
+        ("hooks.py:28:5  opted-out  Traced.post_forward  commented-out disable decorator on line 27"),
+        ("hooks.py:34:5  unresolved  -  hook is the value returned by `make_hook(0)`"),
+    ];
+    for (line, expected) in lines.iter().zip(expect) {
+        assert!(
+            line.starts_with(expected),
+            "{line:?} should start with {expected:?}"
+        );
+    }
+    assert_eq!(p.snapshot(), before, "--list writes nothing");
+    // --check counts only `unfenced`.
+    p.run(&["-q", "--check", "."]).expect_code(1);
+    p.run(&["-q", "--apply", "."]).expect_code(0);
+    p.run(&["-q", "--check", "."]).expect_code(0);
+}
+
+#[test]
+fn json_document_parses_and_each_field_is_right() {
+    let p = audit_project();
+    let run = p.run(&["--format", "json", "."]);
+    run.expect_code(0);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc.as_object().unwrap().keys().next().unwrap(), "version");
+    assert_eq!(doc["mode"], "diff");
+    assert_eq!(doc["strategy"], "decorate");
+    let sites = doc["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), 6);
+    let first = &sites[0];
+    assert_eq!(first["path"], "hooks.py");
+    assert_eq!(first["line"], 6);
+    assert_eq!(first["column"], 5);
+    assert_eq!(first["status"], "unfenced");
+    assert_eq!(first["kind"], "method");
+    assert_eq!(first["qualname"], "CpuOffload.pre_forward");
+    let bytes = p.read("hooks.py");
+    let start = first["byte_range"][0].as_u64().unwrap() as usize;
+    let end = first["byte_range"][1].as_u64().unwrap() as usize;
+    assert!(bytes[start..end].starts_with(b"def pre_forward"));
+    assert!(bytes[..end].ends_with(b"return args, kwargs"));
+    let edit = &first["edits"][0];
+    assert_eq!(edit["insert"], "    @torch.compiler.disable()\n");
+    let at = edit["start"].as_u64().unwrap() as usize;
+    assert_eq!(edit["end"].as_u64().unwrap() as usize, at);
+    assert!(bytes[at..].starts_with(b"    def pre_forward"));
+    assert_eq!(sites[1]["edits"].as_array().unwrap().len(), 0);
+    assert_eq!(sites[5]["status"], "unresolved");
+    assert_eq!(sites[5]["qualname"], serde_json::Value::Null);
+    let summary = &doc["summary"];
+    assert_eq!(summary["files_scanned"], 1);
+    assert_eq!(summary["files_changed"], 1);
+    assert_eq!(summary["unfenced"], 1);
+    assert_eq!(summary["fenced"], 1);
+    assert_eq!(summary["not_offload"], 1);
+    assert_eq!(summary["suppressed"], 1);
+    assert_eq!(summary["opted_out"], 1);
+    assert_eq!(summary["unresolved"], 1);
+    assert_eq!(doc["errors"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn json_byte_offsets_count_file_bytes_in_latin1_and_bom_files() {
+    let mut latin1 = b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport torch\n".to_vec();
+    latin1.extend_from_slice(&HOOK.as_bytes()[13..]);
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend_from_slice(HOOK.as_bytes());
+    let p = Project::new(&[("a.py", &latin1), ("b.py", &bom)]);
+    let run = p.run(&["--format", "json", "."]);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    for site in doc["sites"].as_array().unwrap() {
+        let bytes = p.read(site["path"].as_str().unwrap());
+        let at = site["edits"][0]["start"].as_u64().unwrap() as usize;
+        assert!(bytes[at..].starts_with(b"    def pre_forward"), "{site}");
+    }
+}
+
+#[test]
+fn sarif_is_2_1_0_with_a_result_and_fix_per_unfenced_hook() {
+    let p = audit_project();
+    let run = p.run(&["--format", "sarif", "."]);
+    run.expect_code(0);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["version"], "2.1.0");
+    let sarif_run = &doc["runs"][0];
+    assert_eq!(sarif_run["tool"]["driver"]["name"], "hookfence");
+    assert_eq!(sarif_run["tool"]["driver"]["rules"][0]["id"], "HF001");
+    let results = sarif_run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    let result = &results[0];
+    assert_eq!(result["ruleId"], "HF001");
+    assert_eq!(result["level"], "error");
+    let location = &result["locations"][0]["physicalLocation"];
+    assert_eq!(location["artifactLocation"]["uri"], "hooks.py");
+    assert_eq!(location["region"]["startLine"], 6);
+    assert_eq!(location["region"]["startColumn"], 5);
+    let replacement = &result["fixes"][0]["artifactChanges"][0]["replacements"][0];
+    assert_eq!(
+        replacement["insertedContent"]["text"],
+        "    @torch.compiler.disable()\n"
+    );
+    assert_eq!(replacement["deletedRegion"]["byteLength"], 0);
+    assert_eq!(sarif_run["invocations"][0]["executionSuccessful"], true);
+}
+
+#[test]
+fn github_format_prints_escaped_workflow_annotations() {
+    let p = Project::new(&[("a,b/hook.py", HOOK.as_bytes())]);
+    let run = p.run(&["--check", "--format", "github", "."]);
+    run.expect_code(1);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.starts_with("::error file=a%2Cb/hook.py,line=8,col=5,title=Unfenced offload hook::CpuOffload.pre_forward runs inside torch.compile"),
+        "{run}"
+    );
+    assert_eq!(stdout.lines().count(), 1, "{run}");
+}
+
+#[test]
+fn unknown_format_is_a_usage_error() {
+    let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+    let run = p.run(&["--format", "xml", "."]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("xml"), "{run}");
+}
+
+const CUSTOM: &str = r#"import torch
+
+
+class OffloadProtocol:
+    pass
+
+
+class DiskStep(OffloadProtocol):
+    def offload_step(self, module):
+        module.to("cpu")
+
+
+def _onload(module, args):
+    module.to("cuda")
+
+
+def _already(module, args):
+    module.cuda()
+
+
+_already = mylib.skip_trace(_already)
+
+
+def install(model):
+    add_hook(model, _onload)
+    add_hook(model, _already)
+"#;
+
+#[test]
+fn configuration_extends_what_is_matched_and_inserted() {
+    let p = Project::new(&[
+        ("pkg/hooks.py", CUSTOM.as_bytes()),
+        ("pkg/vendored/hooks.py", HOOK.as_bytes()),
+        (
+            "pyproject.toml",
+            br#"[project]
+name = "demo"
+
+[tool.hookfence]
+hook-bases = ["OffloadProtocol"]
+hook-methods = ["offload_step"]
+registrars = ["add_hook:1"]
+fence-spellings = ["mylib.skip_trace"]
+decorator = "torch._dynamo.disable()"
+exclude = ["vendored"]
+"#,
+        ),
+    ]);
+    let run = p.run(&["-q", "--apply", "pkg"]);
+    run.expect_code(0);
+    let hooks = p.read_str("pkg/hooks.py");
+    assert!(
+        hooks.contains("    @torch._dynamo.disable()\n    def offload_step"),
+        "{hooks}"
+    );
+    assert!(
+        hooks.contains("@torch._dynamo.disable()\ndef _onload"),
+        "{hooks}"
+    );
+    assert!(
+        !hooks.contains("@torch._dynamo.disable()\ndef _already"),
+        "{hooks}"
+    );
+    assert_eq!(
+        p.read_str("pkg/vendored/hooks.py"),
+        HOOK,
+        "excluded by the config"
+    );
+    p.run(&["-q", "--check", "pkg"]).expect_code(0);
+
+    // --isolated reads no configuration: the default vocabulary applies.
+    let run = p.run(&["--list", "--isolated", "pkg"]);
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("pkg/vendored/hooks.py"),
+        "{run}"
+    );
+}
+
+#[test]
+fn explicit_config_and_all_hooks_key() {
+    let p = Project::new(&[
+        ("hooks.py", b"from accelerate.hooks import ModelHook\n\n\nclass Cache(ModelHook):\n    def pre_forward(self, module, *args, **kwargs):\n        return args, kwargs\n"),
+        ("ci/hookfence.toml", b"all-hooks = true\n"),
+    ]);
+    p.run(&["-q", "--check", "."]).expect_code(0);
+    p.run(&["-q", "--check", "--config", "ci/hookfence.toml", "."])
+        .expect_code(1);
+}
+
+#[test]
+fn bad_configuration_names_the_file_the_key_and_what_is_accepted() {
+    let p = Project::new(&[
+        ("hook.py", HOOK.as_bytes()),
+        ("pyproject.toml", b"[tool.hookfence]\nhook-base = [\"X\"]\n"),
+    ]);
+    let before = p.snapshot();
+    let run = p.run(&["--apply", "."]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pyproject.toml:2:1: [tool.hookfence]: unknown field `hook-base`"),
+        "{run}"
+    );
+    assert!(run.stderr.contains("`hook-bases`"), "{run}");
+    assert_eq!(p.snapshot(), before);
+
+    p.write(
+        "pyproject.toml",
+        "[tool.hookfence]\nregistrars = [\"add_hook:first\"]\n",
+    );
+    let run = p.run(&["."]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("registrars: \"add_hook:first\" is not accepted"),
+        "{run}"
+    );
+
+    let run = p.run(&["--config", "missing.toml", "."]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("missing.toml: cannot read"), "{run}");
+}
+
+#[test]
+fn include_and_exclude_globs_select_walked_files_only() {
+    let p = Project::new(&[
+        ("src/a.py", HOOK.as_bytes()),
+        ("src/gen/b.py", HOOK.as_bytes()),
+        ("tests/c.py", HOOK.as_bytes()),
+    ]);
+    let run = p.run(&["--include", "src/**", "."]);
+    assert_eq!(run.diff_paths(), ["src/a.py", "src/gen/b.py"], "{run}");
+    let run = p.run(&["--exclude", "gen", "--exclude", "tests/", "."]);
+    assert_eq!(run.diff_paths(), ["src/a.py"], "{run}");
+    // A file named explicitly is processed whatever the globs say.
+    let run = p.run(&["--exclude", "gen", "src/gen/b.py"]);
+    assert_eq!(run.diff_paths(), ["src/gen/b.py"], "{run}");
+    let run = p.run(&["--include", "[", "."]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--include"), "{run}");
+}
+
+fn run_with_stdin(p: &Project, args: &[&str], input: &[u8]) -> Run {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+    }
+}
+
+#[test]
+fn files_from_takes_a_list_from_a_file_or_stdin() {
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("b.py", HOOK.as_bytes()),
+        ("c.py", HOOK.as_bytes()),
+        ("list.txt", b"c.py\n\na.py\n"),
+    ]);
+    let run = p.run(&["--files-from", "list.txt"]);
+    run.expect_code(0);
+    assert_eq!(run.diff_paths(), ["a.py", "c.py"], "{run}");
+    let run = run_with_stdin(&p, &["--files-from", "-"], b"b.py\r\n");
+    assert_eq!(run.diff_paths(), ["b.py"], "{run}");
+    let run = p.run(&["--files-from", "nope.txt"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--files-from nope.txt"), "{run}");
+}
+
+#[test]
+fn stdin_mode_writes_the_rewritten_file_to_stdout() {
+    let p = Project::new(&[]);
+    let run = run_with_stdin(
+        &p,
+        &["-", "--stdin-filename", "pkg/hooks.py"],
+        HOOK.as_bytes(),
+    );
+    run.expect_code(0);
+    assert_eq!(String::from_utf8_lossy(&run.stdout), HOOK_FENCED);
+    // Unchanged input comes back unchanged; --check says whether it would change.
+    let run = run_with_stdin(&p, &["-"], HOOK_FENCED.as_bytes());
+    assert_eq!(String::from_utf8_lossy(&run.stdout), HOOK_FENCED);
+    let run = run_with_stdin(&p, &["--check", "-"], b"x = 1\n");
+    run.expect_code(0);
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "");
+    let run = run_with_stdin(&p, &["-q", "--check", "-"], HOOK.as_bytes());
+    run.expect_code(1);
+    // Errors name the --stdin-filename.
+    let run = run_with_stdin(
+        &p,
+        &["-", "--stdin-filename", "pkg/bad.py"],
+        b"def f(:\n  pass\n  x.register_forward_hook(f)\n",
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("pkg/bad.py:1:"), "{run}");
+    assert!(run.stdout.is_empty());
+    let run = p.run(&["-", "a.py"]);
+    run.expect_code(2);
+}
+
+#[test]
+fn apply_refuses_files_with_uncommitted_changes_unless_allowed() {
+    let p = Project::new(&[("clean.py", HOOK.as_bytes()), ("dirty.py", b"x = 1\n")]);
+    p.git_init();
+    p.git(&["add", "."]);
+    p.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-qm",
+        "init",
+    ]);
+    p.write("dirty.py", HOOK);
+    let before = p.snapshot();
+    let run = p.run(&["--apply", "."]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("refusing to write: dirty.py has uncommitted changes"),
+        "{run}"
+    );
+    assert!(run.stderr.contains("--allow-dirty"), "{run}");
+    assert_eq!(p.snapshot(), before, "nothing written");
+    // Only files it would touch count: clean.py alone is fine.
+    p.run(&["-q", "--apply", "clean.py"]).expect_code(0);
+    p.run(&["-q", "--apply", "--allow-dirty", "."])
+        .expect_code(0);
+    assert_eq!(p.read_str("dirty.py"), HOOK_FENCED);
+}
+
+#[test]
+fn completions_are_printed_for_each_shell() {
+    let p = Project::new(&[]);
+    for shell in ["bash", "zsh", "fish"] {
+        let run = p.run(&["--completions", shell]);
+        run.expect_code(0);
+        let script = String::from_utf8_lossy(&run.stdout);
+        assert!(
+            script.contains("hookfence") && script.contains("strategy"),
+            "{shell}: {run}"
+        );
+    }
+    p.run(&["--completions", "tcsh"]).expect_code(2);
+}
+
+#[test]
+fn help_is_golden() {
+    let p = Project::new(&[]);
+    let run = p.run(&["--help"]);
+    run.expect_code(0);
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("help", String::from_utf8_lossy(&run.stdout)));
+}

@@ -45,6 +45,7 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                         reason.as_deref().unwrap_or("-")
                     )
                 }
+                Status::Declined { note, .. } => format!("declined ({note})"),
             };
             out.push_str(&format!(
                 "{}:{} {} {status} [{}]\n",
@@ -76,13 +77,9 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
     let mut diff = Vec::new();
     hookfence::render::write_diffs(&mut diff, analysis, &hookfence::render::Style::new(false))
         .unwrap();
-    let root_prefix = format!("{}/", root.display());
-    out.push_str(
-        &String::from_utf8_lossy(&diff)
-            .replace(&root_prefix, "")
-            .replace('\r', "\u{240d}"),
-    );
-    out
+    out.push_str(&String::from_utf8_lossy(&diff).replace('\r', "\u{240d}"));
+    // Paths relative to the fixture root, wherever the test runs.
+    out.replace(&format!("{}/", root.display()), "")
 }
 
 fn python_accepts(bytes: &[u8]) -> Result<(), String> {
