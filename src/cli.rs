@@ -202,8 +202,6 @@ pub struct Settings {
     pub quiet: bool,
     pub color_stdout: bool,
     pub color_stderr: bool,
-    /// A progress bar on stderr: a terminal, not CI, not quiet.
-    pub progress: bool,
     pub jobs: Option<usize>,
     pub options: Options,
     pub emit_pytest: Option<PathBuf>,
@@ -319,8 +317,23 @@ impl Settings {
             helper_module: args.helper_module.clone(),
             vocabulary: Arc::new(Vocabulary::new(&config.settings)),
             selection: Selection { include, exclude },
+            progress: None,
         };
         let stderr_terminal = std::io::stderr().is_terminal();
+        let mut options = options;
+        if stderr_terminal && !args.quiet && std::env::var_os("CI").is_none() {
+            // Hidden until the run has taken a second (see `advance`).
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::hidden(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} files {wide_bar} {elapsed}",
+            ) {
+                bar.set_style(style);
+            }
+            options.progress = Some(bar);
+        }
         Ok(Settings {
             paths,
             stdin_name,
@@ -331,7 +344,6 @@ impl Settings {
             quiet: args.quiet,
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(stderr_terminal),
-            progress: stderr_terminal && !args.quiet && std::env::var_os("CI").is_none(),
             jobs: args.jobs.filter(|&j| j > 0),
             options,
             emit_pytest: args.emit_pytest,

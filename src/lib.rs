@@ -120,6 +120,9 @@ pub struct Options {
     /// Which walked files to take (`--include`) and skip (`--exclude`, the
     /// configuration's `exclude`); files named explicitly are always taken.
     pub selection: discover::Selection,
+    /// A progress bar to advance per file read; drawn only once a run has
+    /// taken over a second.
+    pub progress: Option<indicatif::ProgressBar>,
 }
 
 impl Default for Options {
@@ -131,6 +134,7 @@ impl Default for Options {
             helper_module: None,
             vocabulary: std::sync::Arc::new(vocabulary::Vocabulary::default()),
             selection: discover::Selection::default(),
+            progress: None,
         }
     }
 }
@@ -365,12 +369,26 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let mut fullgraph_files = Vec::new();
     let mut searched = std::collections::BTreeSet::new();
     let mut names = options.vocabulary.candidate_names.clone();
+    let progress = options.progress.as_ref();
+    if let Some(bar) = progress {
+        bar.set_length(pending.len() as u64);
+    }
+    let mut round = 0;
     loop {
         let needles = options.prefilter.then(|| prefilter::Needles::new(&names));
         let outcomes: Vec<Outcome> = pending
             .par_iter()
-            .map(|path| visit(path, needles.as_ref(), &options.vocabulary))
+            .map(|path| {
+                let outcome = visit(path, needles.as_ref(), &options.vocabulary);
+                if round == 0
+                    && let Some(bar) = progress
+                {
+                    advance(bar);
+                }
+                outcome
+            })
             .collect();
+        round += 1;
         pending = Vec::new();
         fullgraph_files.clear();
         for outcome in outcomes {
@@ -416,7 +434,19 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         }
     }
 
-    conclude(loaded, errors, scanned, options)
+    let analysis = conclude(loaded, errors, scanned, options);
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    analysis
+}
+
+/// One more file read; the bar appears once the run has taken a second.
+fn advance(bar: &indicatif::ProgressBar) {
+    bar.inc(1);
+    if bar.is_hidden() && bar.elapsed() > std::time::Duration::from_secs(1) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
 }
 
 /// Builds the class index from every parsed file (in path order, whatever

@@ -1,14 +1,820 @@
 //! Review before writing: `--interactive` asks about each planned fence on
 //! the terminal, `--decisions FILE` saves the answers, `--replay FILE`
 //! applies saved answers without asking.
+//!
+//! The parts: [`planned`] lists the fences to review; the terminal loop
+//! ([`session`]) or the saved answers ([`replay`]) give a [`Verdict`] for
+//! each; [`apply`] narrows the analysis to them. [`Decisions`] is the saved
+//! file. Only [`review`] and the loop touch the terminal or the disk.
 
-use crate::Analysis;
+use std::io::{self, BufRead, Write};
+use std::path::{Component, Path};
+
+use serde::{Deserialize, Serialize};
+use similar::TextDiff;
+
 use crate::cli::{Review, Settings};
+use crate::edit::{Edit, Fix};
+use crate::matcher::Target;
+use crate::render::Style;
+use crate::resolve::Status;
+use crate::source::{indentation_at, line_ending_at, line_start};
+use crate::{Analysis, FileReport};
+
+/// The version of the decisions file's shape.
+pub const DECISIONS_VERSION: u32 = 1;
+
+/// The reason a suppression written by the review carries in reports.
+pub const SUPPRESSED_IN_REVIEW: &str = "suppressed in review";
+
+/// The prompt, after the hunk.
+pub const PROMPT: &str = "fence? [y]es [n]o [s]uppress [a]ll [q]uit ";
+
+/// What to do with one planned fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// Write the fence.
+    Fence,
+    /// Leave the hook unfenced.
+    Skip,
+    /// Write a `# hookfence: ignore` comment instead of the fence.
+    Suppress,
+}
+
+/// One saved answer. `line` is informational: replay matches on `path`
+/// and `qualname`, so that edits elsewhere in the file do not matter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The file, relative to the working directory, `/`-separated.
+    pub path: String,
+    pub qualname: String,
+    pub line: usize,
+    pub answer: Answer,
+}
+
+/// The `--decisions` / `--replay` file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decisions {
+    pub version: u32,
+    pub decisions: Vec<Decision>,
+}
+
+impl Decisions {
+    pub fn new(decisions: Vec<Decision>) -> Decisions {
+        Decisions {
+            version: DECISIONS_VERSION,
+            decisions,
+        }
+    }
+
+    /// Reads a decisions file's text. The version is checked first, so a
+    /// file from another version is reported as such, whatever its shape.
+    pub fn parse(text: &str) -> Result<Decisions, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not a decisions file: {e}"))?;
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(v) if v == u64::from(DECISIONS_VERSION) => {}
+            Some(v) => {
+                return Err(format!(
+                    "unsupported decisions file version {v} (this hookfence reads version {DECISIONS_VERSION})"
+                ));
+            }
+            None => return Err("not a decisions file: no \"version\" number".to_owned()),
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a decisions file: {e}"))
+    }
+
+    /// The file's text: pretty JSON with a final newline.
+    pub fn to_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// A planned fence: a site with a fix, by index into `analysis.files` and
+/// that file's `sites`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Planned {
+    pub file: usize,
+    pub site: usize,
+}
+
+/// What the review made of one planned fence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Answered(Answer),
+    /// Not answered (the review was quit, or replay has no decision): left
+    /// unfenced, with this note for the user.
+    Unanswered(String),
+}
+
+/// The planned fences (unfenced sites with a fix), in path order, then
+/// position order.
+pub fn planned(analysis: &Analysis) -> Vec<Planned> {
+    let mut files: Vec<usize> = (0..analysis.files.len()).collect();
+    files.sort_by(|&a, &b| analysis.files[a].path.cmp(&analysis.files[b].path));
+    let mut planned = Vec::new();
+    for file in files {
+        let sites = &analysis.files[file].sites;
+        let mut here: Vec<usize> = (0..sites.len())
+            .filter(|&i| {
+                matches!(sites[i].status, Status::Unfenced { .. }) && sites[i].fix.is_some()
+            })
+            .collect();
+        here.sort_by_key(|&i| sites[i].candidate.at);
+        planned.extend(here.into_iter().map(|site| Planned { file, site }));
+    }
+    planned
+}
+
+/// How a decision names a file: relative to the working directory (when
+/// given absolute and below it), without `.` components, `/`-separated, so
+/// that `hookfence .` and `hookfence pkg` agree.
+pub fn path_key(path: &Path) -> String {
+    let relative = if path.is_absolute() {
+        std::env::current_dir()
+            .ok()
+            .and_then(|cwd| pathdiff::diff_paths(path, cwd))
+            .filter(|p| !p.starts_with(".."))
+            .unwrap_or_else(|| path.to_path_buf())
+    } else {
+        path.to_path_buf()
+    };
+    let mut parts = Vec::new();
+    let mut root = "";
+    for component in relative.components() {
+        match component {
+            Component::CurDir => {}
+            Component::RootDir => root = "/",
+            Component::Prefix(p) => parts.push(p.as_os_str().to_string_lossy().into_owned()),
+            Component::ParentDir => parts.push("..".to_owned()),
+            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+        }
+    }
+    format!("{root}{}", parts.join("/"))
+}
+
+/// The decisions to save: one per answered planned fence, in review order.
+pub fn record(analysis: &Analysis, planned: &[Planned], verdicts: &[Verdict]) -> Decisions {
+    let decisions = planned
+        .iter()
+        .zip(verdicts)
+        .filter_map(|(p, verdict)| match verdict {
+            Verdict::Answered(answer) => {
+                let file = &analysis.files[p.file];
+                let site = &file.sites[p.site];
+                Some(Decision {
+                    path: path_key(&file.path),
+                    qualname: site.candidate.qualname.clone(),
+                    line: site.candidate.at.line,
+                    answer: *answer,
+                })
+            }
+            Verdict::Unanswered(_) => None,
+        })
+        .collect();
+    Decisions::new(decisions)
+}
+
+/// The verdicts saved `decisions` give the planned fences. Decisions are
+/// matched to sites by (path, qualname), in order when several share them;
+/// a decision matching no site at all (fenced or not) is an error, naming
+/// `file`. A planned fence without a decision is left unfenced, with a note.
+pub fn replay(
+    analysis: &Analysis,
+    planned: &[Planned],
+    decisions: &Decisions,
+    file: &Path,
+) -> Result<Vec<Verdict>, String> {
+    // Every site, in path and position order, by key.
+    let mut sites: Vec<(String, String, usize, usize)> = Vec::new();
+    for (f, report) in analysis.files.iter().enumerate() {
+        let key = path_key(&report.path);
+        let mut here: Vec<usize> = (0..report.sites.len()).collect();
+        here.sort_by_key(|&i| report.sites[i].candidate.at);
+        for s in here {
+            sites.push((
+                key.clone(),
+                report.sites[s].candidate.qualname.clone(),
+                f,
+                s,
+            ));
+        }
+    }
+    sites.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    // The n-th decision for a key goes to the n-th site with that key.
+    let mut taken: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    let mut by_site: std::collections::HashMap<(usize, usize), Answer> = Default::default();
+    for d in &decisions.decisions {
+        let n = taken
+            .entry((d.path.as_str(), d.qualname.as_str()))
+            .or_insert(0);
+        let site = sites
+            .iter()
+            .filter(|(p, q, ..)| *p == d.path && *q == d.qualname)
+            .nth(*n);
+        *n += 1;
+        match site {
+            Some((.., f, s)) => {
+                by_site.insert((*f, *s), d.answer);
+            }
+            None => {
+                return Err(format!(
+                    "{}: decision for {} {} matches no hook any more; review again with --interactive",
+                    file.display(),
+                    d.path,
+                    d.qualname
+                ));
+            }
+        }
+    }
+    Ok(planned
+        .iter()
+        .map(|p| match by_site.get(&(p.file, p.site)) {
+            Some(answer) => Verdict::Answered(*answer),
+            None => Verdict::Unanswered(format!(
+                "no decision recorded for {} in {}; left unfenced",
+                analysis.files[p.file].sites[p.site].candidate.qualname,
+                file.display()
+            )),
+        })
+        .collect())
+}
+
+/// The `# hookfence: ignore` line that suppresses a hook: where a def's
+/// decorator would go, or above a lambda's line, indented like that line.
+pub fn suppression(text: &str, target: &Target) -> Edit {
+    let (at, indent, ending) = match target {
+        Target::Def {
+            insert_at,
+            indent,
+            line_ending,
+        } => (*insert_at, indent.as_str(), *line_ending),
+        Target::Lambda { start, .. } => {
+            let at = line_start(text, *start);
+            (at, indentation_at(text, at), line_ending_at(text, at))
+        }
+    };
+    Edit::insert(at, format!("{indent}# hookfence: ignore{ending}"))
+}
+
+/// The 1-based line the (first) edit of `fixes[own]` lands on once all of
+/// `fixes` are applied in order: at one offset, earlier fixes' edits come
+/// first; identical edits count once, as [`crate::edit::apply`] does.
+fn landing_line(text: &str, fixes: &[Fix], own: usize) -> usize {
+    let newlines = |s: &str| s.matches('\n').count();
+    let Some(target) = fixes.get(own).and_then(|f| f.edits.first()) else {
+        return 0;
+    };
+    let mut seen: Vec<&Edit> = vec![target];
+    let mut line = 1 + newlines(&text[..target.start]);
+    for (i, fix) in fixes.iter().enumerate() {
+        for edit in &fix.edits {
+            if seen.contains(&edit) {
+                continue;
+            }
+            seen.push(edit);
+            let before = edit.start < target.start || (i < own && edit.start == target.start);
+            if before && edit.end <= target.start {
+                line = line + newlines(&edit.replacement) - newlines(&text[edit.start..edit.end]);
+            }
+        }
+    }
+    line
+}
+
+/// Narrows `analysis` to the verdicts: accepted fences stay planned,
+/// skipped and unanswered ones become [`Status::Declined`], suppressed ones
+/// [`Status::Suppressed`] with a `# hookfence: ignore` line. Rewrites the
+/// `new_text` of every file reviewed, and drops helper modules no fence
+/// uses any more. A file whose rewrite would not parse is left unchanged
+/// and reported as an error.
+pub fn apply(analysis: &mut Analysis, planned: &[Planned], verdicts: &[Verdict]) {
+    let mut suppressed: Vec<Vec<(usize, Edit)>> = vec![Vec::new(); analysis.files.len()];
+    for (p, verdict) in planned.iter().zip(verdicts) {
+        let file = &mut analysis.files[p.file];
+        let text = &file.source.text;
+        let site = &mut file.sites[p.site];
+        let evidence = match &site.status {
+            Status::Unfenced { evidence } => evidence.clone(),
+            _ => continue,
+        };
+        let qualname = &site.candidate.qualname;
+        let note = match verdict {
+            Verdict::Answered(Answer::Fence) => continue,
+            Verdict::Answered(Answer::Skip) => format!("skipped {qualname}: declined in review"),
+            Verdict::Answered(Answer::Suppress) => {
+                suppressed[p.file].push((p.site, suppression(text, &site.candidate.target)));
+                site.fix = None;
+                site.status = Status::Suppressed {
+                    line: 0, // set below, once the file's edits are known
+                    reason: Some(SUPPRESSED_IN_REVIEW.to_owned()),
+                };
+                continue;
+            }
+            Verdict::Unanswered(note) => note.clone(),
+        };
+        site.fix = None;
+        site.status = Status::Declined { evidence, note };
+    }
+
+    let mut reviewed: Vec<usize> = planned.iter().map(|p| p.file).collect();
+    reviewed.dedup();
+    let mut errors = Vec::new();
+    for f in reviewed {
+        let file = &mut analysis.files[f];
+        let extra: Vec<Fix> = suppressed[f]
+            .iter()
+            .map(|(_, edit)| Fix {
+                edits: vec![edit.clone()],
+            })
+            .collect();
+        let mut all: Vec<Fix> = file.sites.iter().filter_map(|s| s.fix.clone()).collect();
+        let fences = all.len();
+        all.extend_from_slice(&extra);
+        for (i, (site, _)) in suppressed[f].iter().enumerate() {
+            let line = landing_line(&file.source.text, &all, fences + i);
+            if let Status::Suppressed { line: at, .. } = &mut file.sites[*site].status {
+                *at = line;
+            }
+        }
+        if fences == 0 {
+            file.helper = None;
+        }
+        match file.rewrite_with(|_| true, &extra) {
+            Ok((new_text, conflicts)) => {
+                file.new_text = new_text;
+                file.conflicts = conflicts;
+            }
+            Err(err) => {
+                file.new_text = None;
+                errors.push(err);
+            }
+        }
+    }
+    if !errors.is_empty() {
+        analysis.errors.extend(errors);
+        analysis.errors.sort_by(|a, b| a.path().cmp(b.path()));
+    }
+
+    let files = &analysis.files;
+    analysis.created.retain(|created| {
+        files.iter().any(|f| {
+            f.new_text.is_some() && f.helper.as_ref().is_some_and(|h| h.path == created.path)
+        })
+    });
+}
+
+/// The unified diff hunks of `file` with only `fix` applied.
+pub fn hunk(file: &FileReport, fix: &Fix, style: &Style) -> String {
+    let old = file.source.text.as_str();
+    let new = crate::edit::apply(old, std::slice::from_ref(fix)).text;
+    let diff = TextDiff::from_lines(old, new.as_str());
+    let mut out = Vec::new();
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        let _ = crate::render::write_hunk(
+            &mut out,
+            &hunk.to_string(),
+            crate::source::Encoding::Utf8,
+            style,
+        );
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A key the user pressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Yes,
+    No,
+    Suppress,
+    All,
+    Quit,
+}
+
+/// Asks until a line starts with a known key (case-insensitive). The end
+/// of the input quits.
+fn ask(input: &mut dyn BufRead, out: &mut dyn Write, progress: &str) -> io::Result<Key> {
+    loop {
+        write!(out, "{progress}{PROMPT}")?;
+        out.flush()?;
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 {
+            writeln!(out)?;
+            return Ok(Key::Quit);
+        }
+        let key = match line.trim().chars().next().map(|c| c.to_ascii_lowercase()) {
+            Some('y') => Key::Yes,
+            Some('n') => Key::No,
+            Some('s') => Key::Suppress,
+            Some('a') => Key::All,
+            Some('q') => Key::Quit,
+            _ => {
+                writeln!(
+                    out,
+                    "y: fence it, n: leave it unfenced, s: write `# hookfence: ignore` instead, a: fence it and all the rest, q: stop (the rest stay unfenced)"
+                )?;
+                continue;
+            }
+        };
+        return Ok(key);
+    }
+}
+
+/// The terminal loop: shows each planned fence's hunk on `out` and reads
+/// the answer from `input`. `a` accepts the rest without asking; `q` (or
+/// the end of the input) leaves the rest unanswered.
+pub fn session(
+    analysis: &Analysis,
+    planned: &[Planned],
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    style: &Style,
+) -> io::Result<Vec<Verdict>> {
+    let mut verdicts = Vec::with_capacity(planned.len());
+    let mut all = false;
+    for (n, p) in planned.iter().enumerate() {
+        if all {
+            verdicts.push(Verdict::Answered(Answer::Fence));
+            continue;
+        }
+        let file = &analysis.files[p.file];
+        let site = &file.sites[p.site];
+        let (Status::Unfenced { evidence }, Some(fix)) = (&site.status, &site.fix) else {
+            continue;
+        };
+        writeln!(
+            out,
+            "{}:{}  {}  ({evidence})",
+            file.path.display(),
+            site.candidate.at,
+            site.candidate.qualname
+        )?;
+        out.write_all(hunk(file, fix, style).as_bytes())?;
+        let progress = format!("({}/{}) ", n + 1, planned.len());
+        let answer = match ask(input, out, &progress)? {
+            Key::Yes => Answer::Fence,
+            Key::No => Answer::Skip,
+            Key::Suppress => Answer::Suppress,
+            Key::All => {
+                all = true;
+                Answer::Fence
+            }
+            Key::Quit => break,
+        };
+        verdicts.push(Verdict::Answered(answer));
+    }
+    for p in &planned[verdicts.len()..] {
+        verdicts.push(Verdict::Unanswered(format!(
+            "skipped {}: not reviewed (the review was quit before it)",
+            analysis.files[p.file].sites[p.site].candidate.qualname
+        )));
+    }
+    Ok(verdicts)
+}
 
 /// Narrows `analysis` to the fences the review accepts (rewriting each
 /// file's `new_text`), adding a `# hookfence: ignore` line for each hook the
 /// user suppresses. An `Err` stops the run before anything is written.
 pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Result<(), String> {
-    let _ = (analysis, how, settings);
-    Err("review is not implemented yet".to_owned())
+    let planned = planned(analysis);
+    let verdicts = match how {
+        Review::Interactive { decisions } => {
+            let style = Style::new(settings.color_stderr);
+            let mut input = io::stdin().lock();
+            let mut out = io::stderr().lock();
+            let verdicts = session(analysis, &planned, &mut input, &mut out, &style)
+                .map_err(|e| format!("cannot talk to the terminal: {e}"))?;
+            if let Some(path) = decisions {
+                let text = record(analysis, &planned, &verdicts).to_json();
+                crate::write::replace(path, text.as_bytes())
+                    .map_err(|e| format!("cannot save the decisions: {e}"))?;
+            }
+            verdicts
+        }
+        Review::Replay(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let decisions =
+                Decisions::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            replay(analysis, &planned, &decisions, path)?
+        }
+    };
+    apply(analysis, &planned, &verdicts);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::Options;
+
+    const HOOKS: &str = "\
+import torch
+
+
+def install(model):
+    model.register_forward_hook(lambda m, a, out: out.to(\"cpu\"))
+
+
+def _to_cuda(module, args):
+    return tuple(a.to(\"cuda\") for a in args)
+
+
+def _offload(module, args, output):
+    module.to(\"cpu\")
+    return output
+
+
+def attach(model):
+    model.register_forward_pre_hook(_to_cuda)
+    model.register_forward_hook(_offload)
+";
+
+    fn analysis(text: &str) -> Analysis {
+        let analysis = crate::analyze_source(
+            "pkg/hooks.py".into(),
+            text.as_bytes().to_vec(),
+            &Options::default(),
+        );
+        assert!(analysis.errors.is_empty(), "{:?}", analysis.errors);
+        analysis
+    }
+
+    fn names(analysis: &Analysis, planned: &[Planned]) -> Vec<String> {
+        planned
+            .iter()
+            .map(|p| {
+                analysis.files[p.file].sites[p.site]
+                    .candidate
+                    .qualname
+                    .clone()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn planned_fences_come_in_position_order() {
+        let a = analysis(HOOKS);
+        let planned = planned(&a);
+        assert_eq!(
+            names(&a, &planned),
+            ["install.<locals>.<lambda>", "_to_cuda", "_offload"]
+        );
+    }
+
+    #[test]
+    fn apply_fences_skips_and_suppresses() {
+        let mut a = analysis(HOOKS);
+        let planned = planned(&a);
+        let verdicts = [
+            Verdict::Answered(Answer::Suppress),
+            Verdict::Answered(Answer::Skip),
+            Verdict::Answered(Answer::Fence),
+        ];
+        apply(&mut a, &planned, &verdicts);
+        let file = &a.files[0];
+        let text = file.new_text.as_deref().unwrap();
+        assert_eq!(
+            text,
+            HOOKS
+                .replace(
+                    "    model.register_forward_hook(lambda",
+                    "    # hookfence: ignore\n    model.register_forward_hook(lambda"
+                )
+                .replace("def _offload", "@torch.compiler.disable()\ndef _offload")
+        );
+        let statuses: Vec<&str> = planned
+            .iter()
+            .map(|p| file.sites[p.site].status.name())
+            .collect();
+        assert_eq!(statuses, ["suppressed", "declined", "unfenced"]);
+        let Status::Suppressed { line, reason } = &file.sites[planned[0].site].status else {
+            unreachable!()
+        };
+        assert_eq!(text.lines().nth(line - 1), Some("    # hookfence: ignore"));
+        assert_eq!(reason.as_deref(), Some(SUPPRESSED_IN_REVIEW));
+        // Rewritten, the suppressed hook is suppressed and the declined one
+        // still unfenced.
+        let again = analysis(text);
+        let statuses: Vec<(&str, &str)> = again.files[0]
+            .sites
+            .iter()
+            .map(|s| (s.candidate.qualname.as_str(), s.status.name()))
+            .collect();
+        assert!(statuses.contains(&("install.<locals>.<lambda>", "suppressed")));
+        assert!(statuses.contains(&("_to_cuda", "unfenced")));
+        assert!(statuses.contains(&("_offload", "fenced")));
+    }
+
+    #[test]
+    fn suppression_lands_below_an_import_added_at_the_same_place() {
+        // No `import torch`: the fence of `_b` adds it at offset 0, where the
+        // suppression of `_a` goes too; the comment must stay on `_a`.
+        let text = "\
+def _a(module, args):
+    module.to(\"cuda\")
+
+
+def _b(module, args):
+    module.to(\"cpu\")
+
+
+def attach(model):
+    model.register_forward_pre_hook(_a)
+    model.register_forward_pre_hook(_b)
+";
+        let mut a = analysis(text);
+        let planned = planned(&a);
+        assert_eq!(names(&a, &planned), ["_a", "_b"]);
+        apply(
+            &mut a,
+            &planned,
+            &[
+                Verdict::Answered(Answer::Suppress),
+                Verdict::Answered(Answer::Fence),
+            ],
+        );
+        let new = a.files[0].new_text.clone().unwrap();
+        assert!(
+            new.starts_with("import torch\n# hookfence: ignore\ndef _a("),
+            "{new}"
+        );
+        let Status::Suppressed { line, .. } = a.files[0].sites[planned[0].site].status else {
+            unreachable!()
+        };
+        assert_eq!(line, 2);
+    }
+
+    #[test]
+    fn declining_everything_changes_nothing() {
+        let mut a = analysis(HOOKS);
+        let planned = planned(&a);
+        let verdicts = vec![Verdict::Unanswered("not reviewed".into()); planned.len()];
+        apply(&mut a, &planned, &verdicts);
+        assert_eq!(a.files[0].new_text, None);
+        assert!(
+            a.files[0]
+                .sites
+                .iter()
+                .all(|s| !matches!(s.status, Status::Unfenced { .. }) && s.fix.is_none())
+        );
+    }
+
+    #[test]
+    fn decisions_round_trip_and_reject_other_versions() {
+        let decisions = Decisions::new(vec![Decision {
+            path: "pkg/hooks.py".into(),
+            qualname: "_offload".into(),
+            line: 13,
+            answer: Answer::Suppress,
+        }]);
+        let text = decisions.to_json();
+        assert!(text.contains("\"answer\": \"suppress\""), "{text}");
+        assert_eq!(Decisions::parse(&text), Ok(decisions));
+        let err = Decisions::parse(r#"{"version": 2, "whatever": []}"#).unwrap_err();
+        assert!(err.contains("version 2"), "{err}");
+        assert!(Decisions::parse("not json").is_err());
+        assert!(Decisions::parse(r#"{"decisions": []}"#).is_err());
+        let err = Decisions::parse(
+            r#"{"version": 1, "decisions": [{"path": "a", "qualname": "b", "line": 1, "answer": "maybe"}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn path_keys_ignore_dot_components() {
+        assert_eq!(path_key(Path::new("./pkg/./a.py")), "pkg/a.py");
+        assert_eq!(path_key(Path::new("pkg/a.py")), "pkg/a.py");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(path_key(&cwd.join("pkg/a.py")), "pkg/a.py");
+    }
+
+    #[test]
+    fn replay_matches_by_path_and_qualname() {
+        let a = analysis(HOOKS);
+        let planned = planned(&a);
+        let decision = |qualname: &str, answer| Decision {
+            path: "pkg/hooks.py".into(),
+            qualname: qualname.into(),
+            line: 999, // lines do not matter
+            answer,
+        };
+        let file = Path::new("d.json");
+        let decisions = Decisions::new(vec![
+            decision("_offload", Answer::Fence),
+            decision("_to_cuda", Answer::Skip),
+        ]);
+        let verdicts = replay(&a, &planned, &decisions, file).unwrap();
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::Unanswered(
+                    "no decision recorded for install.<locals>.<lambda> in d.json; left unfenced"
+                        .into()
+                ),
+                Verdict::Answered(Answer::Skip),
+                Verdict::Answered(Answer::Fence),
+            ]
+        );
+        // A decision for a hook that is gone, or one too many for a name.
+        for gone in [
+            decision("_moved_away", Answer::Fence),
+            decision("_offload", Answer::Fence),
+        ] {
+            let mut decisions = decisions.clone();
+            decisions.decisions.push(gone.clone());
+            let err = replay(&a, &planned, &decisions, file).unwrap_err();
+            assert_eq!(
+                err,
+                format!(
+                    "d.json: decision for pkg/hooks.py {} matches no hook any more; review again with --interactive",
+                    gone.qualname
+                )
+            );
+        }
+        // A decision for a hook that is fenced by now is no error.
+        let mut a = a;
+        apply(
+            &mut a,
+            &planned,
+            &vec![Verdict::Answered(Answer::Fence); planned.len()],
+        );
+        let fenced = analysis(a.files[0].new_text.as_deref().unwrap());
+        assert!(replay(&fenced, &[], &decisions, file).is_ok());
+    }
+
+    #[test]
+    fn recorded_decisions_replay_to_the_same_verdicts() {
+        let a = analysis(HOOKS);
+        let planned = planned(&a);
+        let verdicts = vec![
+            Verdict::Answered(Answer::Suppress),
+            Verdict::Answered(Answer::Fence),
+            Verdict::Unanswered("quit".into()),
+        ];
+        let decisions = record(&a, &planned, &verdicts);
+        assert_eq!(decisions.decisions.len(), 2);
+        let replayed = replay(&a, &planned, &decisions, Path::new("d.json")).unwrap();
+        assert_eq!(replayed[..2], verdicts[..2]);
+        assert!(matches!(replayed[2], Verdict::Unanswered(_)));
+    }
+
+    #[test]
+    fn session_reads_answers_and_reasks() {
+        let a = analysis(HOOKS);
+        let planned = planned(&a);
+        let mut input: &[u8] = b"\nwhat\nS\nyes\nq\n";
+        let mut out = Vec::new();
+        let verdicts = session(&a, &planned, &mut input, &mut out, &Style::new(false)).unwrap();
+        assert_eq!(verdicts[0], Verdict::Answered(Answer::Suppress));
+        assert_eq!(verdicts[1], Verdict::Answered(Answer::Fence));
+        assert!(matches!(verdicts[2], Verdict::Unanswered(_)));
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(out.matches(PROMPT).count(), 5, "{out}");
+        assert!(out.contains("pkg/hooks.py:8:1  _to_cuda  ("), "{out}");
+        assert!(
+            out.contains("+@torch.compiler.disable()\n def _to_cuda"),
+            "{out}"
+        );
+        assert!(out.contains("(2/3) fence?"), "{out}");
+    }
+
+    #[test]
+    fn session_all_accepts_the_rest_and_end_of_input_quits() {
+        let a = analysis(HOOKS);
+        let planned = planned(&a);
+        let mut input: &[u8] = b"n\na\n";
+        let verdicts = session(
+            &a,
+            &planned,
+            &mut input,
+            &mut Vec::new(),
+            &Style::new(false),
+        );
+        assert_eq!(
+            verdicts.unwrap(),
+            [
+                Verdict::Answered(Answer::Skip),
+                Verdict::Answered(Answer::Fence),
+                Verdict::Answered(Answer::Fence),
+            ]
+        );
+        let mut input: &[u8] = b"y\n";
+        let verdicts = session(
+            &a,
+            &planned,
+            &mut input,
+            &mut Vec::new(),
+            &Style::new(false),
+        );
+        let verdicts = verdicts.unwrap();
+        assert_eq!(verdicts[0], Verdict::Answered(Answer::Fence));
+        assert!(matches!(verdicts[1], Verdict::Unanswered(_)));
+    }
 }
