@@ -93,6 +93,8 @@ pub struct Args {
         long,
         value_name = "FILE",
         requires = "interactive",
+        // `requires` alone is met by any member of the `mode` group (clap #4707).
+        conflicts_with_all = ["apply", "check", "list", "replay"],
         help_heading = "Mode"
     )]
     pub decisions: Option<PathBuf>,

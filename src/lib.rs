@@ -543,13 +543,7 @@ pub fn run(
         None => work(),
     };
 
-    if let Some(how) = &settings.review
-        && let Err(message) = review::review(&mut analysis, how, settings)
-    {
-        writeln!(stderr, "hookfence: {message}")?;
-        return Ok(exit::ERROR);
-    }
-
+    // Checked before any question is asked: every file that may be written.
     let writes = settings.mode == Mode::Apply && settings.stdin_name.is_none();
     if writes && !settings.allow_dirty {
         let touched: Vec<&Path> = analysis
@@ -569,6 +563,13 @@ pub fn run(
             )?;
             return Ok(exit::ERROR);
         }
+    }
+
+    if let Some(how) = &settings.review
+        && let Err(message) = review::review(&mut analysis, how, settings)
+    {
+        writeln!(stderr, "hookfence: {message}")?;
+        return Ok(exit::ERROR);
     }
 
     let mut written = 0;

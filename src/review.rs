@@ -482,6 +482,15 @@ pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Res
     let planned = planned(analysis);
     let verdicts = match how {
         Review::Interactive { decisions } => {
+            // Where the answers go must exist before they are given.
+            if let Some(dir) = decisions
+                .as_deref()
+                .and_then(Path::parent)
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
             let style = Style::new(settings.color_stderr);
             let mut input = io::stdin().lock();
             let mut out = io::stderr().lock();

@@ -1,0 +1,702 @@
+//! End-to-end tests of the review flags: `--interactive` driven for real
+//! through a pseudo-terminal, `--decisions` and `--replay` on throwaway
+//! projects in temporary directories.
+
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rexpect::process::WaitStatus;
+use rexpect::session::PtySession;
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------
+// Helpers (a small copy of those in tests/cli.rs)
+// ---------------------------------------------------------------------------
+
+const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
+
+/// Longest any single command may run (or any expected output take) before
+/// the test fails.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+const PROMPT: &str = "fence? [y]es [n]o [s]uppress [a]ll [q]uit";
+
+/// A throwaway project directory.
+struct Project {
+    dir: TempDir,
+}
+
+impl Project {
+    fn new(files: &[(&str, &str)]) -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().expect("create temp dir"),
+        };
+        for (rel, text) in files {
+            project.write(rel, text);
+        }
+        project
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Every regular file below the root, with its bytes.
+    fn contents(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        contents_into(self.root(), self.root(), &mut out);
+        out
+    }
+
+    /// Runs hookfence with `args` at the project root, stdin closed and
+    /// stdout/stderr piped (so: no terminal).
+    fn run(&self, args: &[&str]) -> Run {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .current_dir(self.root())
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                pipe.read_to_end(&mut buf).unwrap();
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("hookfence {args:?} did not finish within {TIMEOUT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Run {
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+            code: status.code(),
+        }
+    }
+
+    /// Starts hookfence with `args` at the project root on a fresh
+    /// pseudo-terminal (stdin, stdout and stderr).
+    fn spawn_pty(&self, args: &[&str]) -> PtySession {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(self.root())
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm");
+        rexpect::session::spawn_command(command, Some(TIMEOUT.as_millis() as u64))
+            .expect("spawn hookfence on a pty")
+    }
+}
+
+fn contents_into(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            contents_into(root, &path, out);
+        } else {
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            out.insert(rel, fs::read(&path).unwrap());
+        }
+    }
+}
+
+/// What a finished command left behind.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Waits for a pty session's process to end; its exit code.
+fn exit_code(session: &mut PtySession) -> i32 {
+    session.exp_eof().expect("hookfence ends");
+    match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("hookfence did not exit normally: {other:?}"),
+    }
+}
+
+/// Expects the header of one planned fence, then its prompt; returns all
+/// the output up to the prompt (the hunk included).
+fn expect_fence(session: &mut PtySession, header: &str) -> String {
+    let before = session
+        .exp_string(header)
+        .unwrap_or_else(|e| panic!("expected {header:?}: {e}"));
+    let hunk = session
+        .exp_string(PROMPT)
+        .unwrap_or_else(|e| panic!("expected the prompt after {header:?}: {e}"));
+    format!("{before}{header}{hunk}")
+}
+
+// ---------------------------------------------------------------------------
+// The project under review: four planned fences in two files
+// ---------------------------------------------------------------------------
+
+const A_PY: &str = r#"import torch
+from accelerate.hooks import ModelHook
+
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#;
+
+const B_PY: &str = r#"import torch
+
+
+def _to_cuda(module, args):
+    return tuple(a.to("cuda") for a in args)
+
+
+def attach(model):
+    model.register_forward_pre_hook(_to_cuda)
+    model.register_forward_hook(lambda m, a, out: out.to("cpu"))
+"#;
+
+const PRE: &str = "pkg/a.py:6:5  CpuOffload.pre_forward  (";
+const POST: &str = "pkg/a.py:10:5  CpuOffload.post_forward  (";
+const TO_CUDA: &str = "pkg/b.py:4:1  _to_cuda  (";
+const LAMBDA: &str = "pkg/b.py:10:33  attach.<locals>.<lambda>  (";
+
+fn project() -> Project {
+    Project::new(&[("pkg/a.py", A_PY), ("pkg/b.py", B_PY)])
+}
+
+fn decisions(project: &Project, rel: &str) -> serde_json::Value {
+    serde_json::from_str(&project.read(rel)).unwrap()
+}
+
+fn decision(path: &str, qualname: &str, line: u64, answer: &str) -> serde_json::Value {
+    serde_json::json!({"path": path, "qualname": qualname, "line": line, "answer": answer})
+}
+
+// ---------------------------------------------------------------------------
+// --interactive, on a pseudo-terminal
+// ---------------------------------------------------------------------------
+
+#[test]
+fn interactive_fences_skips_suppresses_and_quits() {
+    let project = project();
+    let original = project.contents();
+    let mut session = project.spawn_pty(&[
+        "--interactive",
+        "--decisions",
+        "d.json",
+        "--color",
+        "never",
+        ".",
+    ]);
+
+    let shown = expect_fence(&mut session, PRE);
+    assert!(
+        shown.contains("+    @torch.compiler.disable()\r\n     def pre_forward"),
+        "the hunk of the first fence:\n{shown}"
+    );
+    assert!(shown.contains("(1/4) "), "{shown}");
+    // An empty line and an unknown answer ask again.
+    session.send_line("").unwrap();
+    session.exp_string(PROMPT).unwrap();
+    session.send_line("maybe").unwrap();
+    session.exp_string(PROMPT).unwrap();
+    session.send_line("y").unwrap();
+
+    let shown = expect_fence(&mut session, POST);
+    assert!(
+        shown.contains("+    @torch.compiler.disable()\r\n     def post_forward"),
+        "only this fence's hunk:\n{shown}"
+    );
+    assert!(!shown.contains("def pre_forward"), "{shown}");
+    session.send_line("N").unwrap();
+
+    expect_fence(&mut session, TO_CUDA);
+    session.send_line("s").unwrap();
+
+    let shown = expect_fence(&mut session, LAMBDA);
+    assert!(
+        shown.contains("torch.compiler.disable(lambda m, a, out: out.to(\"cpu\"))"),
+        "{shown}"
+    );
+    session.send_line("q").unwrap();
+
+    let rest = session.exp_eof().unwrap();
+    assert!(!rest.contains(PROMPT), "asked again after q:\n{rest}");
+    assert!(
+        rest.contains("skipped CpuOffload.post_forward: declined in review"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("skipped attach.<locals>.<lambda>: not reviewed"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("Fenced 1 hook in 2 files, left 2 unfenced"),
+        "{rest}"
+    );
+    match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 0, "{rest}"),
+        other => panic!("{other:?}"),
+    }
+
+    // y: fenced; n: untouched; s: a suppression line; q: untouched.
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def pre_forward",
+            "    @torch.compiler.disable()\n    def pre_forward"
+        )
+    );
+    assert_eq!(
+        project.read("pkg/b.py"),
+        B_PY.replace("def _to_cuda", "# hookfence: ignore\ndef _to_cuda")
+    );
+    // Nothing else was written.
+    let mut after = project.contents();
+    for rel in ["pkg/a.py", "pkg/b.py", "d.json"] {
+        after.remove(Path::new(rel));
+    }
+    assert!(after.is_empty(), "unexpected files: {:?}", after.keys());
+    assert_eq!(original.len(), 2);
+
+    assert_eq!(
+        decisions(&project, "d.json"),
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/a.py", "CpuOffload.pre_forward", 6, "fence"),
+                decision("pkg/a.py", "CpuOffload.post_forward", 10, "skip"),
+                decision("pkg/b.py", "_to_cuda", 4, "suppress"),
+            ],
+        })
+    );
+
+    // What is left unfenced is exactly what was declined or not reviewed.
+    let check = project.run(&["--check", "."]);
+    assert_eq!(check.code, Some(1), "{check}");
+    let lines: Vec<&str> = check.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{check}");
+    assert!(
+        lines[0].starts_with("pkg/a.py:11:5: unfenced offload hook CpuOffload.post_forward"),
+        "{check}"
+    );
+    assert!(
+        lines[1].starts_with("pkg/b.py:11:33: unfenced offload hook attach.<locals>.<lambda>"),
+        "{check}"
+    );
+    assert!(
+        check
+            .stderr
+            .contains("skipped _to_cuda: suppressed by `# hookfence: ignore` on line 4"),
+        "{check}"
+    );
+}
+
+#[test]
+fn interactive_all_fences_the_rest_and_replay_reproduces_it() {
+    let project = project();
+    let fresh = project.contents();
+    // Default colours: on, since stderr is a terminal.
+    let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
+    let shown = expect_fence(&mut session, PRE);
+    assert!(
+        shown.contains("\u{1b}[32m+    @torch.compiler.disable()"),
+        "the added line in green:\n{shown:?}"
+    );
+    session.send_line("n").unwrap();
+    expect_fence(&mut session, POST);
+    session.send_line("a").unwrap();
+    let rest = session.exp_eof().unwrap();
+    assert!(!rest.contains(PROMPT), "asked again after a:\n{rest}");
+    match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 0, "{rest}"),
+        other => panic!("{other:?}"),
+    }
+
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def post_forward",
+            "    @torch.compiler.disable()\n    def post_forward"
+        )
+    );
+    assert_eq!(
+        project.read("pkg/b.py"),
+        B_PY.replace("def _to_cuda", "@torch.compiler.disable()\ndef _to_cuda")
+            .replace(
+                "register_forward_hook(lambda m, a, out: out.to(\"cpu\"))",
+                "register_forward_hook(torch.compiler.disable(lambda m, a, out: out.to(\"cpu\")))"
+            )
+    );
+    assert_eq!(
+        decisions(&project, "d.json"),
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/a.py", "CpuOffload.pre_forward", 6, "skip"),
+                decision("pkg/a.py", "CpuOffload.post_forward", 10, "fence"),
+                decision("pkg/b.py", "_to_cuda", 4, "fence"),
+                decision("pkg/b.py", "attach.<locals>.<lambda>", 10, "fence"),
+            ],
+        })
+    );
+
+    // --replay on a fresh copy of the original writes the same bytes,
+    // without a terminal.
+    let copy = Project::new(&[]);
+    for (rel, bytes) in &fresh {
+        copy.write(rel.to_str().unwrap(), bytes);
+    }
+    copy.write("d.json", project.read("d.json"));
+    let run = copy.run(&["--replay", "d.json", "."]);
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(copy.contents(), project.contents());
+
+    let check = project.run(&["--check", "."]);
+    assert_eq!(check.code, Some(1), "{check}");
+    assert_eq!(check.stdout.lines().count(), 1, "{check}");
+    assert!(check.stdout.contains("CpuOffload.pre_forward"), "{check}");
+}
+
+#[test]
+fn interactive_suppress_and_fence_replay_identically() {
+    let project = project();
+    let fresh = project.contents();
+    let mut session = project.spawn_pty(&[
+        "--interactive",
+        "--decisions",
+        "review/d.json",
+        "--color=never",
+        "pkg",
+    ]);
+    for (header, answer) in [(PRE, "s"), (POST, "y"), (TO_CUDA, "n"), (LAMBDA, "s")] {
+        expect_fence(&mut session, header);
+        session.send_line(answer).unwrap();
+    }
+    assert_eq!(exit_code(&mut session), 0);
+    // A suppression of a method goes where its decorator would.
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def pre_forward",
+            "    # hookfence: ignore\n    def pre_forward"
+        )
+        .replace(
+            "    def post_forward",
+            "    @torch.compiler.disable()\n    def post_forward"
+        )
+    );
+    assert_eq!(
+        project.read("pkg/b.py"),
+        B_PY.replace(
+            "    model.register_forward_hook(lambda",
+            "    # hookfence: ignore\n    model.register_forward_hook(lambda"
+        )
+    );
+
+    let copy = Project::new(&[]);
+    for (rel, bytes) in &fresh {
+        copy.write(rel.to_str().unwrap(), bytes);
+    }
+    copy.write("review/d.json", project.read("review/d.json"));
+    // Paths are matched whatever spelling named the files.
+    let run = copy.run(&["--replay", "review/d.json", "./pkg/a.py", "pkg/b.py"]);
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(copy.contents(), project.contents());
+
+    // Replaying again over the result changes nothing and is no error.
+    let again = copy.run(&["--replay", "review/d.json", "."]);
+    assert_eq!(again.code, Some(0), "{again}");
+    assert_eq!(copy.contents(), project.contents());
+}
+
+#[test]
+fn interactive_with_nothing_to_fence_asks_nothing() {
+    let project = Project::new(&[("a.py", "x = 1\n")]);
+    let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
+    let rest = session.exp_eof().unwrap();
+    assert!(!rest.contains(PROMPT), "{rest}");
+    match session.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 0, "{rest}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        decisions(&project, "d.json"),
+        serde_json::json!({"version": 1, "decisions": []})
+    );
+    assert_eq!(project.read("a.py"), "x = 1\n");
+}
+
+#[test]
+fn interactive_end_of_input_quits_and_keeps_the_answers() {
+    let project = project();
+    let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
+    expect_fence(&mut session, PRE);
+    session.send_line("y").unwrap();
+    expect_fence(&mut session, POST);
+    session.send_control('d').unwrap();
+    assert_eq!(exit_code(&mut session), 0);
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def pre_forward",
+            "    @torch.compiler.disable()\n    def pre_forward"
+        )
+    );
+    assert_eq!(project.read("pkg/b.py"), B_PY);
+    assert_eq!(
+        decisions(&project, "d.json")["decisions"],
+        serde_json::json!([decision("pkg/a.py", "CpuOffload.pre_forward", 6, "fence")])
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+#[test]
+fn interactive_without_a_terminal_is_refused() {
+    let project = project();
+    let before = project.contents();
+    let run = project.run(&["--interactive", "--decisions", "d.json", "."]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stderr.contains("terminal"), "{run}");
+    assert!(run.stderr.contains("--replay"), "{run}");
+    assert!(!run.stderr.contains(PROMPT), "{run}");
+    assert_eq!(project.contents(), before, "nothing written");
+}
+
+fn assert_usage_error(project: &Project, args: &[&str]) {
+    let before = project.contents();
+    let run = project.run(args);
+    assert_eq!(run.code, Some(2), "{args:?}: {run}");
+    assert!(run.stderr.contains("--decisions"), "{args:?}: {run}");
+    assert!(run.stderr.contains("Usage"), "{args:?}: {run}");
+    assert_eq!(project.contents(), before, "{args:?}: nothing written");
+}
+
+#[test]
+fn decisions_without_interactive_is_a_usage_error() {
+    let project = project();
+    assert_usage_error(&project, &["--decisions", "d.json", "."]);
+    let run = project.run(&["--decisions", "d.json", "."]);
+    assert!(run.stderr.contains("--interactive"), "{run}");
+}
+
+#[test]
+fn decisions_with_another_mode_is_a_usage_error() {
+    let project = project();
+    assert_usage_error(&project, &["--apply", "--decisions", "d.json", "."]);
+    assert_usage_error(&project, &["--check", "--decisions", "d.json", "."]);
+    assert_usage_error(
+        &project,
+        &["--replay", "r.json", "--decisions", "d.json", "."],
+    );
+}
+
+#[test]
+fn replay_and_interactive_are_modes() {
+    let project = project();
+    let before = project.contents();
+    let run = project.run(&["--replay", "d.json", "--check", "."]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stderr.contains("cannot be used with"), "{run}");
+    let run = project.run(&["--replay", "d.json", "-"]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stderr.contains("not stdin"), "{run}");
+    assert_eq!(project.contents(), before);
+}
+
+#[test]
+fn replay_of_a_hook_that_no_longer_exists_writes_nothing() {
+    let project = project();
+    project.write(
+        "d.json",
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/a.py", "CpuOffload.pre_forward", 6, "fence"),
+                decision("pkg/b.py", "_renamed_hook", 4, "fence"),
+            ],
+        })
+        .to_string(),
+    );
+    let before = project.contents();
+    let run = project.run(&["--replay", "d.json", "."]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert_eq!(
+        run.stderr.trim_end(),
+        "hookfence: d.json: decision for pkg/b.py _renamed_hook matches no hook any more; review again with --interactive",
+        "{run}"
+    );
+    assert_eq!(project.contents(), before, "nothing written");
+
+    // A file that is no longer scanned counts as gone too.
+    let run = project.run(&["--replay", "d.json", "pkg/a.py"]);
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stderr.contains("pkg/b.py _renamed_hook"), "{run}");
+    assert_eq!(project.contents(), before, "nothing written");
+}
+
+#[test]
+fn replay_of_a_bad_file_names_it() {
+    let project = project();
+    project.write("garbage.json", "fence everything, please\n");
+    project.write(
+        "v2.json",
+        r#"{"version": 2, "decisions": [{"path": "pkg/a.py"}]}"#,
+    );
+    project.write("shape.json", r#"{"version": 1, "decisions": {}}"#);
+    project.write(
+        "answer.json",
+        r#"{"version": 1, "decisions": [{"path": "pkg/a.py", "qualname": "CpuOffload.pre_forward", "line": 6, "answer": "yes"}]}"#,
+    );
+    let before = project.contents();
+    for (file, says) in [
+        ("garbage.json", "not a decisions file"),
+        ("v2.json", "version 2"),
+        ("shape.json", "not a decisions file"),
+        ("answer.json", "yes"),
+        ("missing.json", "cannot read"),
+    ] {
+        let run = project.run(&["--replay", file, "."]);
+        assert_eq!(run.code, Some(2), "{file}: {run}");
+        assert!(
+            run.stderr.starts_with(&format!("hookfence: {file}: ")),
+            "{file}: {run}"
+        );
+        assert!(run.stderr.contains(says), "{file}: {run}");
+        assert_eq!(project.contents(), before, "{file}: nothing written");
+    }
+}
+
+#[test]
+fn replay_without_a_decision_leaves_the_hook_unfenced_with_a_note() {
+    let project = project();
+    project.write(
+        "d.json",
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/b.py", "_to_cuda", 4, "fence"),
+                decision("pkg/a.py", "CpuOffload.post_forward", 10, "suppress"),
+            ],
+        })
+        .to_string(),
+    );
+    let run = project.run(&["--replay", "d.json", "."]);
+    assert_eq!(run.code, Some(0), "{run}");
+    for note in [
+        "pkg/a.py:6:5: no decision recorded for CpuOffload.pre_forward in d.json; left unfenced",
+        "pkg/b.py:10:33: no decision recorded for attach.<locals>.<lambda> in d.json; left unfenced",
+    ] {
+        assert!(run.stderr.contains(note), "{note}\n{run}");
+    }
+    assert!(
+        run.stderr
+            .contains("Fenced 1 hook in 2 files, left 2 unfenced"),
+        "{run}"
+    );
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def post_forward",
+            "    # hookfence: ignore\n    def post_forward"
+        )
+    );
+    assert_eq!(
+        project.read("pkg/b.py"),
+        B_PY.replace("def _to_cuda", "@torch.compiler.disable()\ndef _to_cuda")
+    );
+}
+
+#[test]
+fn replay_with_the_wrap_strategy_creates_the_helper_only_when_used() {
+    let files = [
+        ("pkg/__init__.py", ""),
+        ("pkg/a.py", A_PY),
+        ("pkg/b.py", B_PY),
+    ];
+    let skip_all = serde_json::json!({
+        "version": 1,
+        "decisions": [
+            decision("pkg/a.py", "CpuOffload.pre_forward", 6, "skip"),
+            decision("pkg/a.py", "CpuOffload.post_forward", 10, "suppress"),
+            decision("pkg/b.py", "_to_cuda", 4, "skip"),
+            decision("pkg/b.py", "attach.<locals>.<lambda>", 10, "skip"),
+        ],
+    });
+
+    let project = Project::new(&files);
+    project.write("d.json", skip_all.to_string());
+    let run = project.run(&["--replay", "d.json", "--strategy", "wrap", "."]);
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(!project.path("pkg/_no_compile.py").exists(), "{run}");
+    // The suppression is written, without the helper's import.
+    assert_eq!(
+        project.read("pkg/a.py"),
+        A_PY.replace(
+            "    def post_forward",
+            "    # hookfence: ignore\n    def post_forward"
+        )
+    );
+    assert_eq!(project.read("pkg/b.py"), B_PY);
+
+    let mut one = skip_all.clone();
+    one["decisions"][2]["answer"] = "fence".into();
+    let project = Project::new(&files);
+    project.write("d.json", one.to_string());
+    let run = project.run(&["--replay", "d.json", "--strategy", "wrap", "."]);
+    assert_eq!(run.code, Some(0), "{run}");
+    assert!(project.path("pkg/_no_compile.py").exists(), "{run}");
+    let b = project.read("pkg/b.py");
+    assert!(b.contains("@no_compile\ndef _to_cuda"), "{b}");
+    assert!(!project.read("pkg/a.py").contains("no_compile"));
+}
