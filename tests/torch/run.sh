@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Real-torch proof tier: hookfence's rewrite of accelerate 1.12.0, checked with
+# torch 2.15.0 and torch.compile (inductor) on CPU.
+#
+#   tests/torch/run.sh   (from anywhere; 2-4 min with a cached venv, plus
+#                         ~2 min to build the venv the first time)
+#   HOOKFENCE=/path/to/hookfence tests/torch/run.sh   (skips cargo build)
+#
+# 1. setup-venv.sh: the torch venv, cached in ${HOOKFENCE_CACHE:-~/.cache/hookfence}.
+# 2. cargo build --release; the accelerate 1.12.0 wheel, hash-pinned, cached
+#    in $CACHE/wheels; unpacked into a temp dir as one tree per variant:
+#      prefix/    pristine
+#      decorate/  hookfence --apply                 (default strategy)
+#      wrap/      hookfence --apply --strategy wrap (when --help lists --strategy)
+#    Each tree also gets tests/torch/plain_hook.py as hookfence_plain_hook.py,
+#    so hookfence fences a plain register_forward_pre_hook hook too. When
+#    --help lists --emit-pytest, each --apply also writes
+#    <tree>/test_hookfence_fences.py.
+# 3. Checks, run with the venv's python and PYTHONPATH=<tree>:
+#    check_markers.py (the 7 hooks carry dynamo's disable marker, ModelHook's
+#    don't; none does in prefix/), check_no_compile.py (wrap: the helpers'
+#    registered_hooks() / assert_all_disabled()), the emitted pytest,
+#    compile_offload.py per tree judged by verdict.py, and negative controls:
+#    with one fence line removed from hooks.py, the marker check and the
+#    emitted pytest must fail (exit 1).
+# Prints PASS/FAIL per check and, last, "N passed, M failed"; exits 1 on any
+# failure. The figures go to stdout and to $CACHE/torch-tier/ (JSON + table).
+# HOOKFENCE_KEEP=1 keeps the temp dir.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+CACHE="${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}"
+ACCELERATE_WHEEL="accelerate-1.12.0-py3-none-any.whl"
+ACCELERATE_SHA256="3e2091cd341423207e2f084a6654b1efcd250dc326f2a37d6dde446e07cabb11"
+
+# Tiny models on 2 cores: a second OpenMP thread makes every small CPU matmul
+# take ~24 ms here (thread wake-up), which drowns the timings; one thread
+# makes them microseconds. Inductor compiles in-process (no worker pool).
+export OMP_NUM_THREADS=1 TORCHINDUCTOR_COMPILE_THREADS=1
+
+PY="$("$HERE/setup-venv.sh")"
+if [[ -z "${HOOKFENCE:-}" ]]; then # HOOKFENCE=/path/to/binary skips the build
+  (cd "$ROOT" && cargo build --release --quiet)
+  HOOKFENCE="$ROOT/target/release/hookfence"
+fi
+HELP="$("$HOOKFENCE" --help)"
+
+mkdir -p "$CACHE/wheels"
+wheel="$CACHE/wheels/$ACCELERATE_WHEEL"
+if [[ ! -f "$wheel" ]]; then
+  reqs="$(mktemp)"
+  echo "accelerate==1.12.0 --hash=sha256:$ACCELERATE_SHA256" >"$reqs"
+  "$PY" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --require-hashes -r "$reqs" -d "$CACHE/wheels"
+  rm -f "$reqs"
+fi
+echo "$ACCELERATE_SHA256  $wheel" | sha256sum --check --quiet
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookfence-torch.XXXXXX")"
+if [[ "${HOOKFENCE_KEEP:-}" == 1 ]]; then
+  echo "run.sh: keeping $WORK"
+else
+  trap 'rm -rf "$WORK"' EXIT
+fi
+CHECKS="$WORK/checks.txt"
+mkdir -p "$WORK/logs"
+: >"$CHECKS"
+
+pass() { echo "PASS $1" | tee -a "$CHECKS"; }
+fail() {
+  echo "FAIL $1" | tee -a "$CHECKS"
+  [[ -f "$WORK/logs/$2.log" ]] && sed 's/^/    /' "$WORK/logs/$2.log" | tail -25
+  return 0
+}
+# check NAME CMD...: passes when CMD exits 0.
+check() {
+  local name="$1" log="${1//[^A-Za-z0-9_.-]/_}"
+  shift
+  if "$@" >"$WORK/logs/$log.log" 2>&1; then pass "$name"; else fail "$name (exit $?)" "$log"; fi
+}
+# check_fails NAME CMD...: passes when CMD exits exactly 1 (a failed check or
+# failed tests, not a crash, usage error or "no tests collected").
+check_fails() {
+  local name="$1" log="${1//[^A-Za-z0-9_.-]/_}" rc=0
+  shift
+  "$@" >"$WORK/logs/$log.log" 2>&1 || rc=$?
+  if [[ $rc == 1 ]]; then pass "$name"; else fail "$name (exit $rc, want 1)" "$log"; fi
+}
+in_tree() { # in_tree TREE CMD...: run CMD with PYTHONPATH=TREE
+  local tree="$1"
+  shift
+  PYTHONPATH="$tree" "$@"
+}
+
+make_tree() {
+  mkdir -p "$WORK/$1"
+  "$PY" -m zipfile -e "$wheel" "$WORK/$1"
+  cp "$HERE/plain_hook.py" "$WORK/$1/hookfence_plain_hook.py"
+}
+
+# ---- trees ----------------------------------------------------------------
+make_tree prefix
+STRATEGIES=(decorate)
+declare -A APPLY=([decorate]="")
+if grep -q -- --strategy <<<"$HELP"; then
+  STRATEGIES+=(wrap)
+  APPLY[wrap]=" --strategy wrap"
+fi
+EMIT_PYTEST=0
+if grep -q -- --emit-pytest <<<"$HELP"; then EMIT_PYTEST=1; fi
+
+for s in "${STRATEGIES[@]}"; do
+  make_tree "$s"
+  emit=()
+  [[ $EMIT_PYTEST == 1 ]] && emit=(--emit-pytest "$WORK/$s/test_hookfence_fences.py")
+  # shellcheck disable=SC2086 # APPLY holds whole option words
+  check "$s: hookfence --apply${APPLY[$s]}" \
+    "$HOOKFENCE" --apply ${APPLY[$s]} "${emit[@]}" "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py"
+  # shellcheck disable=SC2086
+  check "$s: hookfence --check${APPLY[$s]} after --apply" \
+    "$HOOKFENCE" --check ${APPLY[$s]} "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py"
+done
+
+# ---- markers, helper module, emitted pytest -------------------------------
+check "prefix: no hook carries the marker" \
+  in_tree "$WORK/prefix" "$PY" "$HERE/check_markers.py" "$WORK/prefix" --expect unfenced
+for s in "${STRATEGIES[@]}"; do
+  check "$s: the 7 offload hooks carry the marker, ModelHook's don't" \
+    in_tree "$WORK/$s" "$PY" "$HERE/check_markers.py" "$WORK/$s"
+  if [[ $s == wrap ]]; then
+    check "wrap: registered_hooks() and assert_all_disabled()" \
+      in_tree "$WORK/wrap" "$PY" "$HERE/check_no_compile.py" "$WORK/wrap"
+  fi
+  if [[ $EMIT_PYTEST == 1 ]]; then
+    check "$s: emitted pytest passes" \
+      in_tree "$WORK/$s" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/$s" "$WORK/$s/test_hookfence_fences.py"
+  fi
+done
+
+# ---- compile experiment ---------------------------------------------------
+mkdir -p "$CACHE/torch-tier"
+for t in prefix "${STRATEGIES[@]}"; do
+  cases=()
+  # the script's own hand-fenced / unfenced plain hook pair runs once
+  [[ $t != prefix ]] && cases=(--cases "cpu_offload,cpu_offload_hook,layerwise_casting,plain_tree")
+  echo "run.sh: compile experiment on $t/ ..."
+  if ! TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-$t" in_tree "$WORK/$t" \
+    "$PY" "$HERE/compile_offload.py" "$WORK/$t" "${cases[@]}" --json "$WORK/$t.json" \
+    >"$WORK/logs/compile-$t.log" 2>"$WORK/logs/compile-$t.err"; then
+    fail "$t: compile_offload.py ran" "compile-$t"
+    tail -25 "$WORK/logs/compile-$t.err"
+  else
+    grep '^# ' "$WORK/logs/compile-$t.err" || true
+    cp "$WORK/$t.json" "$CACHE/torch-tier/$t.json"
+  fi
+done
+fenced=()
+for s in "${STRATEGIES[@]}"; do
+  [[ -f "$WORK/$s.json" ]] && fenced+=(--fenced "$s=$WORK/$s.json")
+done
+if [[ -f "$WORK/prefix.json" ]]; then
+  "$PY" "$HERE/verdict.py" --prefix "$WORK/prefix.json" "${fenced[@]}" \
+    --checks "$CHECKS" --table "$CACHE/torch-tier/results.md" || true
+else
+  fail "prefix: compile experiment produced a summary" "compile-prefix"
+fi
+
+# ---- negative controls: remove one fence, the checks must notice ----------
+for s in "${STRATEGIES[@]}"; do
+  check "$s: remove one fence from hooks.py" "$PY" "$HERE/unfence_one.py" "$WORK/$s/accelerate/hooks.py"
+  check_fails "$s: marker check fails with one fence removed" \
+    in_tree "$WORK/$s" "$PY" "$HERE/check_markers.py" "$WORK/$s"
+  if [[ $EMIT_PYTEST == 1 ]]; then
+    check_fails "$s: emitted pytest fails with one fence removed" \
+      in_tree "$WORK/$s" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/$s" "$WORK/$s/test_hookfence_fences.py"
+  fi
+done
+
+# ---- summary ----------------------------------------------------------------
+passed="$(grep -c '^PASS ' "$CHECKS" || true)"
+failed="$(grep -c '^FAIL ' "$CHECKS" || true)"
+if [[ $failed != 0 ]]; then
+  echo "failed checks:"
+  grep '^FAIL ' "$CHECKS" | sed 's/^/  /'
+fi
+echo "figures: $CACHE/torch-tier/results.md"
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
