@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# hookfence benchmark: builds hookfence and the parse-only example in release,
+# ensures the pinned corpus and a pinned ast-grep, then times (in one run,
+# alternating, BENCH_RUNS runs each, medians):
+#   walk+read (find+cat), hookfence dry run, --check, --list (if present),
+#   a tree-sitter parse-only pass (examples/parse_only.rs),
+#   hookfence --no-prefilter -j 1 / -j 2, and ast-grep with bench/ast-grep/.
+# Prints a Markdown report (machine, table, ratios, targets) and writes it to
+# bench/LATEST.md.
+#
+# Usage: bash bench/run.sh            (BENCH_RUNS=5 by default)
+# Env:   BENCH_RUNS      timed runs per command
+#        CORPUS_DIR      corpus location (default ~/.cache/hookfence/corpus)
+#        CORPUS_SHA256   expected manifest hash (default: the pinned corpus)
+#        MAKE_CORPUS     corpus script (default ../shared/bench/make-corpus.sh beside the repository)
+#        BENCH_OUT       report file (default bench/LATEST.md)
+# Needs: cargo, python3 with venv + pip, /usr/bin/time (GNU time; installed
+# with apt-get if missing).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO=$PWD
+BENCH_RUNS=${BENCH_RUNS:-5}
+CACHE=${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}
+CORPUS_DIR=${CORPUS_DIR:-$CACHE/corpus}
+CORPUS_SHA256=${CORPUS_SHA256:-503633ce7dc65b3be6e36279a987c6b25f94c1e41e5832c7dae80837cbae97f1}
+MAKE_CORPUS=${MAKE_CORPUS:-$REPO/../shared/bench/make-corpus.sh}
+BENCH_OUT=${BENCH_OUT:-$REPO/bench/LATEST.md}
+AST_GREP_VERSION=0.51.1
+VENV=$CACHE/bench-venv
+
+say() { echo "bench: $*" >&2; }
+
+# 1. Builds (release; the same profile users get from `cargo install`).
+say "building hookfence and examples/parse_only.rs (release)"
+cargo build --release --quiet --bin hookfence
+cargo build --release --quiet --example parse_only
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+HOOKFENCE=$TARGET_DIR/release/hookfence
+PARSE_ONLY=$TARGET_DIR/release/examples/parse_only
+REV=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
+
+# 2. The pinned corpus: rebuilt only when the tree on disk does not hash to
+#    the pinned manifest (missing, edited, or files added or lost).
+have=$(python3 bench/driver.py corpus-hash "$CORPUS_DIR")
+if [[ $have != "$CORPUS_SHA256" ]]; then
+  say "corpus hash is $have, want $CORPUS_SHA256: rebuilding with $MAKE_CORPUS"
+  bash "$MAKE_CORPUS" "$CORPUS_DIR" >&2
+  have=$(python3 bench/driver.py corpus-hash "$CORPUS_DIR")
+  if [[ $have != "$CORPUS_SHA256" ]]; then
+    say "corpus hash after rebuild is $have, not the pinned $CORPUS_SHA256"
+    say "(set CORPUS_SHA256 to benchmark a different corpus on purpose)"
+    exit 2
+  fi
+else
+  say "corpus up to date (manifest_sha256=$have)"
+fi
+TREE=$CORPUS_DIR/tree
+
+# 3. A pinned ast-grep in its own venv.
+if [[ ! -x $VENV/bin/ast-grep ]] ||
+  [[ $("$VENV/bin/ast-grep" --version 2>/dev/null) != "ast-grep $AST_GREP_VERSION" ]]; then
+  say "installing ast-grep-cli==$AST_GREP_VERSION into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "ast-grep-cli==$AST_GREP_VERSION"
+fi
+
+# 4. GNU time for peak RSS.
+if [[ ! -x /usr/bin/time ]]; then
+  say "installing GNU time"
+  (apt-get update -qq && apt-get install -y -qq time) >&2
+fi
+
+# 5. Measure.
+python3 bench/driver.py run \
+  --tree "$TREE" \
+  --hookfence "$HOOKFENCE" \
+  --hookfence-rev "$REV" \
+  --parse-only "$PARSE_ONLY" \
+  --ast-grep "$VENV/bin/ast-grep" \
+  --sgconfig "$REPO/bench/ast-grep/sgconfig.yml" \
+  --runs "$BENCH_RUNS" \
+  --manifest "manifest_sha256=$CORPUS_SHA256" \
+  --out "$BENCH_OUT"
