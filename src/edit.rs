@@ -41,9 +41,9 @@ pub struct Applied {
 }
 
 /// Applies `fixes` in order: a fix whose edits overlap an already accepted
-/// edit is skipped (and reported by index); byte-identical edits shared by
-/// several fixes (the `import torch` line) are applied once. Among edits at
-/// the same offset, the earlier-accepted comes first.
+/// edit, or each other, is skipped (and reported by index); byte-identical
+/// edits shared by several fixes (the `import torch` line) are applied once.
+/// Among edits at the same offset, the earlier-accepted comes first.
 pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
     let mut accepted: Vec<(usize, &Edit)> = Vec::new();
     let mut skipped = Vec::new();
@@ -54,10 +54,11 @@ pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
             .iter()
             .filter(|e| !accepted.iter().any(|(_, a)| *a == *e))
             .collect();
-        if fresh
-            .iter()
-            .any(|e| accepted.iter().any(|(_, a)| a.overlaps(e)))
-        {
+        // A fix whose own edits overlap cannot be applied either (slicing
+        // would run backwards): it is skipped like any other conflict.
+        if fresh.iter().enumerate().any(|(i, e)| {
+            accepted.iter().any(|(_, a)| a.overlaps(e)) || fresh[..i].iter().any(|f| f.overlaps(e))
+        }) {
             skipped.push(index);
             continue;
         }

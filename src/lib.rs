@@ -13,6 +13,7 @@ pub mod discover;
 pub mod edit;
 pub mod error;
 pub mod guard;
+pub mod interrupt;
 pub mod matcher;
 pub mod parse;
 pub mod plan;
@@ -146,12 +147,22 @@ struct Loaded {
     facts: FileFacts,
 }
 
+/// A file the prefilter has not parsed (yet), with what one reading of it
+/// found out.
+struct Pending {
+    path: PathBuf,
+    /// It may pass `fullgraph=...` (see [`prefilter::Scan`]).
+    fullgraph: bool,
+    /// The words in its class statements' base lists, when a cheap reading
+    /// could bound them (see [`prefilter::class_base_words`]).
+    class_bases: Option<Vec<String>>,
+}
+
 /// What became of one file in one prefilter round.
 enum Outcome {
     Parsed(Box<Loaded>),
-    /// Read fine, but holds no needle of this round: maybe a later one. The
-    /// flag says whether it may pass `fullgraph=...` (see [`prefilter::mentions_fullgraph`]).
-    NotYet(PathBuf, bool),
+    /// Read fine, but holds no needle of this round: maybe a later one.
+    NotYet(Pending),
     Failed(FileError),
 }
 
@@ -201,9 +212,15 @@ fn visit(
         Ok(source) => source,
         Err(err) => return Outcome::Failed(err),
     };
-    if needles.is_some_and(|n| !n.is_match(&source.text)) {
-        let fullgraph = prefilter::mentions_fullgraph(&source.text);
-        return Outcome::NotYet(path.to_path_buf(), fullgraph);
+    if let Some(needles) = needles {
+        let scan = needles.scan(&source.text);
+        if !scan.needed {
+            return Outcome::NotYet(Pending {
+                path: path.to_path_buf(),
+                fullgraph: scan.fullgraph,
+                class_bases: prefilter::class_base_words(&source.text),
+            });
+        }
     }
     match load(path, source, vocabulary) {
         Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
@@ -365,8 +382,14 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     // Rounds of the prefilter: candidate names first, then the names of
     // classes found to derive from a protocol base, until none is new.
     let mut loaded: Vec<Loaded> = Vec::new();
-    let mut pending = files;
-    let mut fullgraph_files = Vec::new();
+    let mut pending: Vec<Pending> = files
+        .into_iter()
+        .map(|path| Pending {
+            path,
+            fullgraph: false,
+            class_bases: None,
+        })
+        .collect();
     let mut searched = std::collections::BTreeSet::new();
     let mut names = options.vocabulary.candidate_names.clone();
     let progress = options.progress.as_ref();
@@ -376,10 +399,19 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let mut round = 0;
     loop {
         let needles = options.prefilter.then(|| prefilter::Needles::new(&names));
-        let outcomes: Vec<Outcome> = pending
-            .par_iter()
-            .map(|path| {
-                let outcome = visit(path, needles.as_ref(), &options.vocabulary);
+        // After the first round a file is read again only when the cheap
+        // reading of its class statements could not bound their bases, or
+        // when one of those bases is a newly found hook class.
+        let (visit_now, keep): (Vec<Pending>, Vec<Pending>) =
+            pending.into_iter().partition(|p| match &p.class_bases {
+                Some(bases) => bases.iter().any(|b| names.contains(b)),
+                None => true,
+            });
+        let outcomes: Vec<Outcome> = visit_now
+            .into_par_iter()
+            .map(|p| {
+                let needles = needles.as_ref().filter(|_| p.class_bases.is_none());
+                let outcome = visit(&p.path, needles, &options.vocabulary);
                 if round == 0
                     && let Some(bar) = progress
                 {
@@ -389,17 +421,11 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             })
             .collect();
         round += 1;
-        pending = Vec::new();
-        fullgraph_files.clear();
+        pending = keep;
         for outcome in outcomes {
             match outcome {
                 Outcome::Parsed(file) => loaded.push(*file),
-                Outcome::NotYet(path, fullgraph) => {
-                    if fullgraph {
-                        fullgraph_files.push(path.clone());
-                    }
-                    pending.push(path);
-                }
+                Outcome::NotYet(p) => pending.push(p),
                 Outcome::Failed(err) => errors.push(err),
             }
         }
@@ -418,6 +444,11 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             break;
         }
     }
+    let fullgraph_files: Vec<PathBuf> = pending
+        .into_iter()
+        .filter(|p| p.fullgraph)
+        .map(|p| p.path)
+        .collect();
     // `fullgraph=True` only matters where there are hooks: only then are the
     // files that may pass it parsed for the note.
     if loaded.iter().any(|l| !l.facts.candidates.is_empty()) {
@@ -428,7 +459,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         for outcome in outcomes {
             match outcome {
                 Outcome::Parsed(file) => loaded.push(*file),
-                Outcome::NotYet(..) => {}
+                Outcome::NotYet(_) => {}
                 Outcome::Failed(err) => errors.push(err),
             }
         }
@@ -517,6 +548,11 @@ pub fn run(
     stderr: &mut dyn std::io::Write,
 ) -> std::io::Result<i32> {
     let options = &settings.options;
+    let writes = settings.mode == Mode::Apply && settings.stdin_name.is_none();
+    if writes {
+        interrupt::arm();
+        interrupt::test_pause("HOOKFENCE_TEST_PAUSE_IN_ANALYSIS");
+    }
     let stdin_raw = match &settings.stdin_name {
         Some(name) => {
             let mut raw = Vec::new();
@@ -544,7 +580,6 @@ pub fn run(
     };
 
     // Checked before any question is asked: every file that may be written.
-    let writes = settings.mode == Mode::Apply && settings.stdin_name.is_none();
     if writes && !settings.allow_dirty {
         let touched: Vec<&Path> = analysis
             .files
@@ -574,9 +609,14 @@ pub fn run(
 
     let mut written = 0;
     if writes {
+        // A signal from here on lets the file being written finish.
+        if !interrupt::begin_writes() {
+            return Ok(interrupt::EXIT_CODE);
+        }
         written = write_all(&mut analysis);
     }
-    if let Some(out) = &settings.emit_pytest {
+    let interrupted = || writes && interrupt::interrupted();
+    if let Some(out) = settings.emit_pytest.as_ref().filter(|_| !interrupted()) {
         let text = guard::pytest_module(&analysis, out);
         let made_dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
             Some(dir) => std::fs::create_dir_all(dir).map_err(|source| FileError::Write {
@@ -661,6 +701,19 @@ pub fn run(
         )?;
     }
 
+    if interrupted() {
+        let planned = analysis.created.len()
+            + analysis
+                .files
+                .iter()
+                .filter(|f| f.new_text.is_some())
+                .count();
+        writeln!(
+            stderr,
+            "hookfence: interrupted: {written} of {planned} files written, every other file left unchanged"
+        )?;
+        return Ok(interrupt::EXIT_CODE);
+    }
     let unfenced = !analysis.created.is_empty()
         || analysis
             .files
@@ -684,6 +737,9 @@ fn write_all(analysis: &mut Analysis) -> usize {
     // the helper exists.
     let mut missing_helpers = Vec::new();
     for created in &analysis.created {
+        if interrupt::interrupted() {
+            break;
+        }
         match write::create_new(&created.path, created.text.as_bytes()) {
             Ok(()) => written += 1,
             Err(err) => {
@@ -694,6 +750,9 @@ fn write_all(analysis: &mut Analysis) -> usize {
     }
     for file in &analysis.files {
         let Some(text) = &file.new_text else { continue };
+        if interrupt::interrupted() {
+            break;
+        }
         if let Some(helper) = file
             .helper
             .as_ref()

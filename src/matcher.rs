@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 
 use crate::error::Position;
-use crate::queries::QUERIES;
-use crate::source::{indentation_at, line_ending_at, line_start, next_line_start, text_position};
+use crate::queries::{Combined, QUERIES};
+use crate::source::{indentation_at, line_ending_at, line_start, next_line_start};
 use crate::vocabulary::Vocabulary;
 
 /// Decorators that must stay outermost: the fence goes directly below them.
@@ -125,6 +125,29 @@ fn for_each_match<'t>(
     }
 }
 
+/// Runs a [`Combined`] query once over `node` and calls `each` with the
+/// index of the part each match belongs to and its captures, numbered as in
+/// that part's own query.
+fn for_each_combined<'t>(
+    combined: &Combined,
+    node: Node<'t>,
+    text: &str,
+    mut each: impl FnMut(usize, &[tree_sitter::QueryCapture<'t>]),
+) {
+    let mut cursor = QueryCursor::new();
+    let mut matches = cursor.matches(&combined.query, node, text.as_bytes());
+    let mut translated = Vec::new();
+    while let Some(m) = matches.next() {
+        let (part, remap) = combined.part(m.pattern_index);
+        translated.clear();
+        translated.extend(m.captures().iter().map(|c| tree_sitter::QueryCapture {
+            node: c.node,
+            index: remap[c.index as usize],
+        }));
+        each(part, &translated);
+    }
+}
+
 fn capture<'t>(captures: &[tree_sitter::QueryCapture<'t>], index: u32) -> Option<Node<'t>> {
     captures.iter().find(|c| c.index == index).map(|c| c.node)
 }
@@ -147,9 +170,16 @@ fn dotted(node: Node<'_>, text: &str) -> Option<String> {
     }
 }
 
-fn position(text: &str, offset: usize) -> Position {
-    let (line, column) = text_position(text, offset);
-    Position { line, column }
+/// Where `node` starts. The line comes from the tree and the column from the
+/// line's own text, so the cost does not grow with the offset (counting lines
+/// from the top for every hook made large files quadratic).
+fn position(node: Node<'_>, text: &str) -> Position {
+    let offset = node.start_byte();
+    let column = text[line_start(text, offset)..offset].chars().count() + 1;
+    Position {
+        line: node.start_position().row + 1,
+        column,
+    }
 }
 
 /// Whether a resolved dotted path is torch's disable (or a project's, such
@@ -182,19 +212,21 @@ struct Bindings {
     any_scope: HashMap<String, String>,
     /// Imports at module level (not under a def, a class or `if TYPE_CHECKING`).
     module_level: BTreeMap<String, String>,
+    /// Where the first module-level import of each of those names starts.
+    module_level_at: HashMap<String, usize>,
     /// Whether any `from .x import y` appears.
     relative: bool,
 }
 
 impl Bindings {
-    fn collect(root: Node<'_>, text: &str) -> Bindings {
+    fn collect(matches: &[Vec<tree_sitter::QueryCapture<'_>>], text: &str) -> Bindings {
         let q = &QUERIES.imports;
         let mut bindings = Bindings::default();
-        for_each_match(&q.compiled.query, root, text, |captures| {
+        for captures in matches {
             let relative = capture(captures, q.relative);
             bindings.relative |= relative.is_some();
             let Some(module) = capture(captures, q.module).or(relative) else {
-                return;
+                continue;
             };
             let module = strip_space(node_text(module, text));
             let name = capture(captures, q.name).map(|n| strip_space(node_text(n, text)));
@@ -213,9 +245,14 @@ impl Bindings {
             let statement = captures[0].node;
             if is_module_level(statement, text) {
                 bindings.module_level.insert(bound.clone(), path.clone());
+                let at = bindings
+                    .module_level_at
+                    .entry(bound.clone())
+                    .or_insert(statement.start_byte());
+                *at = (*at).min(statement.start_byte());
             }
             bindings.any_scope.insert(bound, path);
-        });
+        }
         bindings
     }
 
@@ -397,6 +434,7 @@ impl<'t> FileContext<'t> {
 
 fn collect_fences<'t>(
     root: Node<'t>,
+    matches: &[Vec<tree_sitter::QueryCapture<'t>>],
     text: &'t str,
     bindings: &Bindings,
     vocabulary: &Vocabulary,
@@ -405,7 +443,7 @@ fn collect_fences<'t>(
     let mut disable_calls = Vec::new();
     let mut patches = Vec::new();
     let mut optout_lines = HashSet::new();
-    for_each_match(&q.compiled.query, root, text, |captures| {
+    for captures in matches {
         if let Some(function) = capture(captures, q.call_function) {
             if let Some(name) = dotted(function, text)
                 && is_fence_path(&bindings.resolve(&name), vocabulary)
@@ -423,7 +461,7 @@ fn collect_fences<'t>(
             let function = capture(captures, q.patch_function);
             patches.push((fence, target, owner, attribute, function));
         }
-    });
+    }
 
     let mut wrappers = HashSet::new();
     for call in disable_calls {
@@ -533,42 +571,48 @@ fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
 pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
     let root = tree.root_node();
 
+    // One walk for what every parsed file needs.
     let mut class_facts = Vec::new();
     let mut classes: HashMap<String, Vec<Node<'_>>> = HashMap::new();
-    let qc = &QUERIES.classes;
-    for_each_match(&qc.compiled.query, root, text, |captures| {
-        if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name)) {
-            let name = node_text(name, text).to_owned();
-            class_facts.push(ClassFact {
-                name: name.clone(),
-                bases: class_bases(def, text),
-            });
-            classes.entry(name).or_default().push(def);
-        }
-    });
-
     let mut fullgraph = Vec::new();
-    let qg = &QUERIES.fullgraph;
-    for_each_match(&qg.compiled.query, root, text, |captures| {
-        if let Some(argument) = capture(captures, qg.argument) {
-            fullgraph.push(position(text, argument.start_byte()));
-        }
-    });
-
     let mut hook_methods = Vec::new();
-    let qh = &vocabulary.hook_methods;
-    for_each_match(&qh.compiled.query, root, text, |captures| {
-        if let (Some(class), Some(def)) = (capture(captures, qh.class), capture(captures, qh.def)) {
-            hook_methods.push((class, def));
-        }
-    });
     let mut registrations = Vec::new();
-    let qr = &vocabulary.registrations;
-    for_each_match(&qr.compiled.query, root, text, |captures| {
-        if let (Some(call), Some(arguments)) =
-            (capture(captures, qr.call), capture(captures, qr.arguments))
-        {
-            registrations.push((call, arguments));
+    let (qc, qg, qh, qr) = (
+        &QUERIES.classes,
+        &QUERIES.fullgraph,
+        &vocabulary.hook_methods,
+        &vocabulary.registrations,
+    );
+    for_each_combined(&vocabulary.scan, root, text, |part, captures| match part {
+        0 => {
+            if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name))
+            {
+                let name = node_text(name, text).to_owned();
+                class_facts.push(ClassFact {
+                    name: name.clone(),
+                    bases: class_bases(def, text),
+                });
+                classes.entry(name).or_default().push(def);
+            }
+        }
+        1 => {
+            if let Some(argument) = capture(captures, qg.argument) {
+                fullgraph.push(position(argument, text));
+            }
+        }
+        2 => {
+            if let (Some(class), Some(def)) =
+                (capture(captures, qh.class), capture(captures, qh.def))
+            {
+                hook_methods.push((class, def));
+            }
+        }
+        _ => {
+            if let (Some(call), Some(arguments)) =
+                (capture(captures, qr.call), capture(captures, qr.arguments))
+            {
+                registrations.push((call, arguments));
+            }
         }
     });
 
@@ -584,29 +628,36 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
         };
     }
 
-    let bindings = Bindings::collect(root, text);
-    let mut fences = collect_fences(root, text, &bindings, vocabulary);
-
+    // One more walk, for what resolving names and fences needs.
+    let mut import_matches = Vec::new();
+    let mut fence_matches = Vec::new();
     let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
     let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
     let qf = &QUERIES.functions;
-    for_each_match(&qf.compiled.query, root, text, |captures| {
-        if let (Some(def), Some(name)) = (capture(captures, qf.def), capture(captures, qf.name)) {
-            functions
-                .entry(node_text(name, text).to_owned())
-                .or_default()
-                .push(def);
-        } else if let (Some(name), Some(value)) = (
-            capture(captures, qf.assignment_name),
-            capture(captures, qf.assignment_value),
-        ) && let Some(assignment) = name.parent()
-        {
-            assignments
-                .entry(node_text(name, text).to_owned())
-                .or_default()
-                .push((assignment, value));
+    for_each_combined(&QUERIES.resolve, root, text, |part, captures| match part {
+        0 => import_matches.push(captures.to_vec()),
+        1 => fence_matches.push(captures.to_vec()),
+        _ => {
+            if let (Some(def), Some(name)) = (capture(captures, qf.def), capture(captures, qf.name))
+            {
+                functions
+                    .entry(node_text(name, text).to_owned())
+                    .or_default()
+                    .push(def);
+            } else if let (Some(name), Some(value)) = (
+                capture(captures, qf.assignment_name),
+                capture(captures, qf.assignment_value),
+            ) && let Some(assignment) = name.parent()
+            {
+                assignments
+                    .entry(node_text(name, text).to_owned())
+                    .or_default()
+                    .push((assignment, value));
+            }
         }
     });
+    let bindings = Bindings::collect(&import_matches, text);
+    let mut fences = collect_fences(root, &fence_matches, text, &bindings, vocabulary);
 
     // `_compiler_disable = torch.compiler.disable` at module level: an alias
     // of a fence is a fence.
@@ -622,7 +673,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
         }
     }
 
-    let ctx = FileContext {
+    let mut ctx = FileContext {
         text,
         vocabulary,
         bindings,
@@ -651,7 +702,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
     }
 
     for (call, arguments) in registrations {
-        let at = position(text, call.start_byte());
+        let at = position(call, text);
         let method = call
             .child_by_field_name("function")
             .map(|f| match f.child_by_field_name("attribute") {
@@ -698,6 +749,17 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
         }
     }
 
+    // A name imported only below the first hook does not count as bound: a
+    // class body runs at import time, so `@torch.compiler.disable()` above a
+    // late `import torch` would raise NameError. Such a file gets its own
+    // `import torch` at the top.
+    let first_hook = candidates.values().map(|c| c.span.0).min();
+    if let Some(first_hook) = first_hook {
+        let at = std::mem::take(&mut ctx.bindings.module_level_at);
+        ctx.bindings
+            .module_level
+            .retain(|name, _| at.get(name).is_some_and(|&at| at < first_hook));
+    }
     FileFacts {
         classes: class_facts,
         candidates: candidates.into_values().collect(),
@@ -1005,7 +1067,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     let span_start = decorated(def).map_or(def.start_byte(), |d| d.start_byte());
     Candidate {
         qualname: qualname(def, text),
-        at: position(text, def.start_byte()),
+        at: position(def, text),
         span: (span_start, def.end_byte()),
         owner: None,
         registered_at: None,
@@ -1069,7 +1131,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
     };
     Candidate {
         qualname: qualname(lambda, text),
-        at: position(text, lambda.start_byte()),
+        at: position(lambda, text),
         span: (lambda.start_byte(), lambda.end_byte()),
         owner: None,
         registered_at: None,

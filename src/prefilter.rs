@@ -25,49 +25,196 @@ pub const SUPPRESSION_MARK: &str = "hookfence:";
 /// Names whose presence makes a file worth parsing.
 pub struct Needles {
     automaton: Option<AhoCorasick>,
+    /// The SIMD ("Teddy") searcher for the same patterns, where the CPU has it.
+    packed: Option<aho_corasick::packed::Searcher>,
+    /// Patterns from this index on are the `fullgraph` keyword, not names.
+    names: usize,
+}
+
+/// What one pass over a file's text found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scan {
+    /// A needle name: the file must be parsed.
+    pub needed: bool,
+    /// A `fullgraph=` keyword argument may be there (see [`mentions_fullgraph`]).
+    pub fullgraph: bool,
 }
 
 impl Needles {
+    /// Needles for `names`, plus (in the same automaton, so one pass over
+    /// the text answers both) the `fullgraph` keyword.
     pub fn new<I, S>(names: I) -> Needles
     where
         I: IntoIterator<Item = S>,
         S: AsRef<[u8]>,
     {
-        let names: Vec<S> = names.into_iter().collect();
-        let automaton = if names.is_empty() {
-            None
-        } else {
-            Some(AhoCorasick::new(&names).expect("plain literal needles always build"))
-        };
-        Needles { automaton }
+        let mut patterns: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
+        let names = patterns.len();
+        patterns.push(fullgraph_keyword().as_bytes().to_vec());
+        let automaton = (names > 0).then(|| {
+            // Leftmost-first lets aho-corasick use its SIMD "Teddy" searcher;
+            // which needle wins an overlap does not matter here.
+            AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .build(&patterns)
+                .expect("plain literal needles always build")
+        });
+        let packed = (names > 0)
+            .then(|| {
+                let mut builder = aho_corasick::packed::Config::new()
+                    .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                    .builder();
+                builder.extend(&patterns);
+                builder.build()
+            })
+            .flatten();
+        Needles {
+            automaton,
+            packed,
+            names,
+        }
     }
 
     pub fn is_match(&self, text: &str) -> bool {
-        self.automaton
-            .as_ref()
-            .is_some_and(|a| a.is_match(text.as_bytes()))
+        self.scan(text).needed
+    }
+
+    /// One pass over `text`: stops at the first needle name.
+    pub fn scan(&self, text: &str) -> Scan {
+        let mut scan = Scan {
+            needed: false,
+            fullgraph: false,
+        };
+        let Some(automaton) = &self.automaton else {
+            return scan;
+        };
+        let found: Box<dyn Iterator<Item = aho_corasick::Match>> = match &self.packed {
+            Some(packed) => Box::new(packed.find_iter(text.as_bytes())),
+            None => Box::new(automaton.find_iter(text.as_bytes())),
+        };
+        for found in found {
+            if found.pattern().as_usize() < self.names {
+                scan.needed = true;
+                return scan;
+            }
+            if !scan.fullgraph && fullgraph_at(text, found.start()) {
+                scan.fullgraph = true;
+            }
+        }
+        scan
     }
 }
 
-/// Whether `text` may pass a `fullgraph=` keyword argument: the keyword
-/// name from `queries/fullgraph.scm` as a whole word, then `=` (not `==`).
-/// Names that merely end in it, like transformers' `_can_compile_fullgraph`,
-/// do not count.
-pub fn mentions_fullgraph(text: &str) -> bool {
+fn fullgraph_keyword() -> &'static str {
     static KEYWORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         crate::vocabulary::predicate_strings(crate::queries::FULLGRAPH_SCM)
             .into_iter()
             .next()
             .unwrap_or_else(|| "fullgraph".to_owned())
     });
-    let keyword = KEYWORD.as_str();
+    KEYWORD.as_str()
+}
+
+/// Whether the `fullgraph` keyword at `at` reads as a keyword argument: a
+/// whole word, then `=` (not `==`). Names that merely end in it, like
+/// transformers' `_can_compile_fullgraph`, do not count.
+fn fullgraph_at(text: &str, at: usize) -> bool {
+    let keyword = fullgraph_keyword();
     let bytes = text.as_bytes();
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric();
-    text.match_indices(keyword).any(|(at, _)| {
-        let before_ok = at == 0 || !is_word(bytes[at - 1]);
-        let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\\', '\r', '\n']);
-        before_ok && rest.starts_with('=') && !rest.starts_with("==")
-    })
+    let before_ok = at == 0 || !is_word(bytes[at - 1]);
+    let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\\', '\r', '\n']);
+    before_ok && rest.starts_with('=') && !rest.starts_with("==")
+}
+
+/// Whether `text` may pass a `fullgraph=` keyword argument anywhere.
+pub fn mentions_fullgraph(text: &str) -> bool {
+    let keyword = fullgraph_keyword();
+    text.match_indices(keyword)
+        .any(|(at, _)| fullgraph_at(text, at))
+}
+
+/// Every word in the base lists of `text`'s class statements, read without
+/// parsing, or `None` when some class statement cannot be bounded this way.
+///
+/// Sound for the prefilter's rounds: a class deriving from `X` names `X` (or
+/// `pkg.X`) in its base list, so its file holds the word `X` here. Anything
+/// this reading cannot vouch for — a comment, string or backslash inside a
+/// base list, type parameters (`class A[T](B)`), an unbalanced or very long
+/// list, a name not on the `class` line — gives `None`, and the file is read
+/// again and searched in full in later rounds. Text that only looks like a
+/// class statement (inside a string) adds words, which costs a parse at most.
+pub fn class_base_words(text: &str) -> Option<Vec<String>> {
+    const LONGEST_BASE_LIST: usize = 4096;
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    let mut words = Vec::new();
+    for at in memchr::memmem::find_iter(bytes, b"class") {
+        let after = at + 5;
+        if at > 0 && is_word(bytes[at - 1]) {
+            continue;
+        }
+        match bytes.get(after) {
+            Some(b' ' | b'\t' | b'\x0c') => {}
+            Some(b'\\') => return None,
+            _ => continue,
+        }
+        // A class statement starts its line (after indentation).
+        let line = &bytes[text[..at].rfind('\n').map_or(0, |p| p + 1)..at];
+        if !line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\x0c')) {
+            continue;
+        }
+        let mut i = after;
+        while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\x0c')) {
+            i += 1;
+        }
+        let name_start = i;
+        while bytes.get(i).is_some_and(|&b| is_word(b)) {
+            i += 1;
+        }
+        if i == name_start {
+            return None;
+        }
+        while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\x0c')) {
+            i += 1;
+        }
+        match bytes.get(i) {
+            Some(b':') => continue,
+            Some(b'(') => {}
+            _ => return None,
+        }
+        let mut depth = 0usize;
+        let mut word_start = None;
+        let start = i;
+        loop {
+            let &b = bytes.get(i)?;
+            if i - start > LONGEST_BASE_LIST {
+                return None;
+            }
+            if is_word(b) {
+                word_start.get_or_insert(i);
+            } else {
+                if let Some(ws) = word_start.take() {
+                    words.push(text[ws..i].to_owned());
+                }
+                match b {
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    b'#' | b'"' | b'\'' | b'\\' => return None,
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+    }
+    words.sort();
+    words.dedup();
+    Some(words)
 }
 
 /// The protocol bases and every class name that derives from one through
@@ -144,6 +291,51 @@ mod tests {
         assert!(!mentions_fullgraph("_can_compile_fullgraph = True"));
         assert!(!mentions_fullgraph("if fullgraph == True:"));
         assert!(!mentions_fullgraph("no mention here"));
+    }
+
+    #[test]
+    fn one_scan_answers_names_and_fullgraph() {
+        let needles = Needles::new(["pre_forward"]);
+        let scan = needles.scan("m = torch.compile(m, fullgraph=True)\n");
+        assert_eq!(
+            scan,
+            Scan {
+                needed: false,
+                fullgraph: true
+            }
+        );
+        let scan = needles.scan("_can_compile_fullgraph = True\ndef pre_forward(): pass\n");
+        assert_eq!(
+            scan,
+            Scan {
+                needed: true,
+                fullgraph: false
+            }
+        );
+    }
+
+    #[test]
+    fn class_base_words_bound_every_base_or_give_up() {
+        let words = |t: &str| class_base_words(t).map(|w| w.join(" "));
+        assert_eq!(
+            words("class A(hooks.ModelHook, metaclass=M):\n    x = 'class B(C)'\nclass D:\n"),
+            Some("M ModelHook hooks metaclass".into())
+        );
+        assert_eq!(
+            words("class A(\n    Base[T],\n    Other,\n):\n    pass\nsubclass = 1\nclasses(x)\n"),
+            Some("Base Other T".into())
+        );
+        // What a cheap reading cannot vouch for makes the file be read again.
+        assert_eq!(words("class A(  # (comment\n    B):\n"), None);
+        assert_eq!(words("class A(B, x='s'):\n"), None);
+        assert_eq!(words("class A[T](B):\n"), None);
+        assert_eq!(words("class \\\n    A(B):\n"), None);
+        assert_eq!(words("class A(B\n"), None);
+        // Not class statements.
+        assert_eq!(
+            words("x = 1  # class A(B)\nprint('class', 1)\n"),
+            Some(String::new())
+        );
     }
 
     #[test]

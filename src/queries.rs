@@ -13,19 +13,68 @@ pub fn language() -> Language {
 /// One compiled query and the index of each capture name it exports.
 pub struct Compiled {
     pub query: Query,
+    /// Its source, so several queries can be run as one (see [`Combined`]).
+    pub source: String,
 }
 
 impl Compiled {
     pub fn new(name: &str, text: &str) -> Compiled {
         let query = Query::new(&language(), text)
             .unwrap_or_else(|err| panic!("queries/{name}.scm does not compile: {err}"));
-        Compiled { query }
+        Compiled {
+            query,
+            source: text.to_owned(),
+        }
     }
 
     pub fn capture(&self, name: &str) -> u32 {
         self.query
             .capture_index_for_name(name)
             .unwrap_or_else(|| panic!("query has no capture @{name}"))
+    }
+}
+
+/// Several queries compiled as one, so a single walk of the tree serves them
+/// all: each match is handed back with the index of the query it belongs to
+/// and its capture indices translated to that query's own, so code written
+/// against one query's captures reads a combined match unchanged.
+pub struct Combined {
+    pub query: Query,
+    /// Per part: the end of its pattern range, and for every capture of the
+    /// combined query the part's own index (`u32::MAX` where it has none).
+    parts: Vec<(usize, Vec<u32>)>,
+}
+
+impl Combined {
+    pub fn new(parts: &[&Compiled]) -> Combined {
+        let source: String = parts.iter().map(|p| format!("{}\n", p.source)).collect();
+        let query = Query::new(&language(), &source)
+            .unwrap_or_else(|err| panic!("combined queries do not compile: {err}"));
+        let names = query.capture_names();
+        let mut end = 0;
+        let parts = parts
+            .iter()
+            .map(|part| {
+                end += part.query.pattern_count();
+                let remap = names
+                    .iter()
+                    .map(|name| part.query.capture_index_for_name(name).unwrap_or(u32::MAX))
+                    .collect();
+                (end, remap)
+            })
+            .collect();
+        Combined { query, parts }
+    }
+
+    /// Which part a pattern of the combined query comes from, and its
+    /// capture remapping.
+    pub fn part(&self, pattern: usize) -> (usize, &[u32]) {
+        let index = self
+            .parts
+            .iter()
+            .position(|(end, _)| pattern < *end)
+            .unwrap_or(self.parts.len().saturating_sub(1));
+        (index, &self.parts[index].1)
     }
 }
 
@@ -121,6 +170,8 @@ pub struct Queries {
     pub fences: Fences,
     pub fullgraph: Fullgraph,
     pub suppressions: Suppressions,
+    /// `imports`, `fences` and `functions` in one walk, in that order.
+    pub resolve: Combined,
 }
 
 macro_rules! scm {
@@ -154,7 +205,9 @@ impl Queries {
         let fences = load!("fences");
         let fullgraph = load!("fullgraph");
         let suppressions = load!("suppressions");
+        let resolve = Combined::new(&[&imports, &fences, &functions]);
         Queries {
+            resolve,
             classes: Classes {
                 def: classes.capture("class.def"),
                 name: classes.capture("class.name"),

@@ -105,7 +105,7 @@ impl Source {
                 text
             }
         };
-        if let Some(at) = text.find('\0') {
+        if let Some(at) = memchr::memchr(0, text.as_bytes()) {
             let (line, column) = text_position(&text, at);
             return Err(DecodeError::NulByte { line, column });
         }

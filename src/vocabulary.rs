@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::config;
-use crate::queries::{self, Compiled, HookMethods, Registrations};
+use crate::queries::{self, Combined, Compiled, HookMethods, Registrations};
 
 /// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
 pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
@@ -16,6 +16,9 @@ pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
 pub const DEFAULT_DECORATOR: &str = "torch.compiler.disable()";
 
 pub struct Vocabulary {
+    /// `classes`, `fullgraph`, `hook_methods` and `registrations` in one
+    /// walk, in that order: what every parsed file needs.
+    pub scan: Combined,
     pub hook_methods: HookMethods,
     pub registrations: Registrations,
     /// Registrars whose hook is not the first positional argument.
@@ -102,7 +105,14 @@ impl Vocabulary {
         candidate_names.extend(protocol_bases.iter().cloned());
         candidate_names.insert(crate::prefilter::SUPPRESSION_MARK.to_owned());
 
+        let scan = Combined::new(&[
+            &queries::QUERIES.classes.compiled,
+            &queries::QUERIES.fullgraph.compiled,
+            &hook_methods,
+            &registrations,
+        ]);
         Vocabulary {
+            scan,
             hook_methods: HookMethods::new(hook_methods),
             registrations: Registrations::new(registrations),
             registrar_positions,

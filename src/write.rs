@@ -1,12 +1,26 @@
 //! Atomic writes. The new content goes to a temporary file in the same
 //! directory (same filesystem, so the rename is atomic), is flushed to disk,
-//! gets the original's permissions, and replaces the original by rename, but
-//! only if the original still holds the bytes hookfence read: a file changed
-//! by someone else meanwhile is left with the newer content. A symlink named on
-//! the command line is written through: its target is replaced, the link stays.
+//! gets the original's permissions and owner, and replaces the original by
+//! rename, but only if the original still holds the bytes hookfence read: a
+//! file changed by someone else meanwhile is left with the newer content.
+//! After the rename the directory is flushed too, so that after a crash the
+//! file is whole, old or new. A symlink named on the command line is written
+//! through: its target is replaced, the link stays.
+//!
+//! On every failure (the directory is not writable, the disk fills up, the
+//! file is immutable, ...) the temporary file is removed and the original is
+//! left as it was.
+//!
+//! Debug builds read two test hooks from the environment, never compiled into
+//! a release: `HOOKFENCE_TEST_PAUSE_BEFORE_RENAME` (see
+//! [`crate::interrupt::test_pause`]) holds each write just before its last
+//! look at the original, and `HOOKFENCE_FAULT=<kind>:<path>` makes the write
+//! of a file whose path ends with `<path>` fail where the kernel would:
+//! `create` (no temporary file can be made: `EACCES`), `write-enospc` (the
+//! disk fills up halfway through the content: `ENOSPC`), `rename` (the
+//! original cannot be replaced: `EPERM`).
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use crate::error::FileError;
@@ -20,17 +34,21 @@ pub fn write_atomic(path: &Path, expected: &[u8], contents: &[u8]) -> Result<(),
     let dir = target
         .parent()
         .ok_or_else(|| err(std::io::Error::other("file has no parent directory")))?;
-    let permissions = fs::metadata(&target).map_err(err)?.permissions();
+    let metadata = fs::metadata(&target).map_err(err)?;
 
+    fault::inject(path, fault::Kind::Create).map_err(err)?;
     let mut temp = tempfile::Builder::new()
         .prefix(".hookfence-")
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(err)?;
-    temp.write_all(contents).map_err(err)?;
+    // From here on, an early return drops `temp`, which removes the file.
+    fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
     temp.as_file().sync_all().map_err(err)?;
-    fs::set_permissions(temp.path(), permissions).map_err(err)?;
+    fs::set_permissions(temp.path(), metadata.permissions()).map_err(err)?;
+    keep_owner(temp.as_file(), &metadata).map_err(err)?;
 
+    crate::interrupt::test_pause("HOOKFENCE_TEST_PAUSE_BEFORE_RENAME");
     // Last look before the rename: is the original still what was read?
     let current = fs::read(&target).map_err(err)?;
     if current != expected {
@@ -38,9 +56,48 @@ pub fn write_atomic(path: &Path, expected: &[u8], contents: &[u8]) -> Result<(),
             path: path.to_path_buf(),
         });
     }
-    // On failure the temporary file is removed when `temp` drops.
+    fault::inject(path, fault::Kind::Rename).map_err(err)?;
     temp.persist(&target).map_err(|e| err(e.error))?;
+    sync_dir(dir);
     Ok(())
+}
+
+/// Gives the temporary file the original's owner and group, where they
+/// differ (a run as root on another user's tree must not hand the files to
+/// root). A user who may not do that gets an error, and the original stays.
+#[cfg(unix)]
+fn keep_owner(file: &fs::File, original: &fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let now = file.metadata()?;
+    if (now.uid(), now.gid()) == (original.uid(), original.gid()) {
+        return Ok(());
+    }
+    std::os::unix::fs::fchown(file, Some(original.uid()), Some(original.gid())).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot give the new file the original's owner {}:{} ({e})",
+                original.uid(),
+                original.gid()
+            ),
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_file: &fs::File, _original: &fs::Metadata) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Flushes a directory's entries (the rename) to disk. Best effort: the file
+/// is already in place, and some filesystems cannot sync a directory.
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(handle) = fs::File::open(dir) {
+        let _ = handle.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
 }
 
 fn temp_in(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
@@ -52,6 +109,7 @@ fn temp_in(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
+    fault::inject(path, fault::Kind::Create).map_err(err)?;
     tempfile::Builder::new()
         .prefix(".hookfence-")
         .suffix(".tmp")
@@ -67,7 +125,7 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
         source,
     };
     let mut temp = temp_in(path)?;
-    temp.write_all(contents).map_err(err)?;
+    fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
     temp.as_file().sync_all().map_err(err)?;
     // A temporary file is created 0600; a new module gets the usual 0644
     // (less the umask bits the user has not granted anyway).
@@ -76,25 +134,107 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
     }
+    fault::inject(path, fault::Kind::Rename).map_err(err)?;
     temp.persist_noclobber(path).map_err(|e| err(e.error))?;
+    if let Some(dir) = path.parent() {
+        sync_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        });
+    }
     Ok(())
 }
 
-/// Writes a file hookfence owns (the generated pytest), atomically, replacing
-/// any previous version.
+/// Writes a file hookfence owns (the generated pytest, the `--decisions`
+/// record), atomically, replacing any previous version. A signal waits for
+/// it to finish (see [`crate::interrupt::critical`]).
 pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+    crate::interrupt::critical(|| replace_now(path, contents))
+}
+
+fn replace_now(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     let err = |source| FileError::Write {
         path: path.to_path_buf(),
         source,
     };
     let mut temp = temp_in(path)?;
-    temp.write_all(contents).map_err(err)?;
+    fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
     temp.as_file().sync_all().map_err(err)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
     }
+    fault::inject(path, fault::Kind::Rename).map_err(err)?;
     temp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
+}
+
+/// Fault injection for tests (debug builds only; see the module docs).
+mod fault {
+    use std::io::Write;
+    use std::path::Path;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kind {
+        Create,
+        WriteEnospc,
+        Rename,
+    }
+
+    /// The fault `HOOKFENCE_FAULT` asks for at `path`, if any.
+    #[cfg(debug_assertions)]
+    fn wanted(path: &Path, kind: Kind) -> bool {
+        let Some(spec) = std::env::var_os("HOOKFENCE_FAULT") else {
+            return false;
+        };
+        let Some(spec) = spec.to_str() else {
+            return false;
+        };
+        spec.split(';').any(|one| {
+            let Some((name, suffix)) = one.split_once(':') else {
+                return false;
+            };
+            let named = match name {
+                "create" => Kind::Create,
+                "write-enospc" => Kind::WriteEnospc,
+                "rename" => Kind::Rename,
+                _ => return false,
+            };
+            named == kind && path.ends_with(suffix)
+        })
+    }
+
+    #[cfg(not(debug_assertions))]
+    #[inline(always)]
+    fn wanted(_path: &Path, _kind: Kind) -> bool {
+        false
+    }
+
+    /// Fails as the kernel would for `kind`, if asked to.
+    pub(super) fn inject(path: &Path, kind: Kind) -> std::io::Result<()> {
+        if !wanted(path, kind) {
+            return Ok(());
+        }
+        let errno = match kind {
+            Kind::Create => 13,      // EACCES
+            Kind::WriteEnospc => 28, // ENOSPC
+            Kind::Rename => 1,       // EPERM
+        };
+        Err(std::io::Error::from_raw_os_error(errno))
+    }
+
+    /// `file.write_all(contents)`, or half of it and then `ENOSPC`.
+    pub(super) fn write_all(
+        path: &Path,
+        file: &mut std::fs::File,
+        contents: &[u8],
+    ) -> std::io::Result<()> {
+        if wanted(path, Kind::WriteEnospc) {
+            file.write_all(&contents[..contents.len() / 2])?;
+            return inject(path, Kind::WriteEnospc);
+        }
+        file.write_all(contents)
+    }
 }

@@ -1,0 +1,472 @@
+//! Property tests over the planner and the edit applier (proptest; `cargo
+//! fuzz` needs a nightly toolchain this project does not use).
+//!
+//! - Arbitrary bytes, and Python-ish sources with random bytes spliced in,
+//!   never make the analysis panic.
+//! - For generated sources that parse (tree-sitter is the oracle here;
+//!   Python's `ast` per case would be too slow), the rewritten text parses,
+//!   keeps every byte of the original in order, adds only fence forms, and a
+//!   second analysis of it plans nothing.
+//! - `edit::apply` matches a simple model on random edits.
+//!
+//! Sources are built from fragments (hook classes, registrations, lambdas,
+//! decorators, comments, docstrings, strings), optionally nested in blocks,
+//! then varied: CRLF or mixed line endings, tab or two-space indentation, a
+//! BOM, no final newline. `PROPTEST_CASES` sets the number of cases (256 by
+//! default); failing inputs are kept in `tests/properties.proptest-regressions`
+//! and replayed first on every run.
+
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
+use std::path::PathBuf;
+
+use hookfence::edit::{Edit, Fix};
+use hookfence::{Analysis, Options};
+use proptest::prelude::*;
+use similar::{ChangeTag, TextDiff};
+
+const FRAGMENTS: &[&str] = &[
+    "import torch\n",
+    "import torch as th\n",
+    "from torch.compiler import disable as nd\n",
+    "import functools\nfrom functools import partial\n",
+    "from accelerate.hooks import ModelHook\n",
+    "from accelerate import hooks\n",
+    "from __future__ import annotations\n",
+    "\"\"\"Module docstring: def pre_forward(self): module.to('cuda').\"\"\"\n",
+    "#!/usr/bin/env python3\n",
+    "# -*- coding: utf-8 -*-\n",
+    "# a comment mentioning register_forward_hook(hook)\n",
+    "\n",
+    "x = 1\n",
+    "pass\n",
+    "s = 'class Fake(ModelHook):\\n    def pre_forward(self): pass'\n",
+    "class ModelHook:\n    def pre_forward(self, module, *args, **kwargs):\n        return args, kwargs\n\n    def post_forward(self, module, output):\n        return output\n",
+    "class CpuOffload(ModelHook):\n    def pre_forward(self, module, *args, **kwargs):\n        module.to(\"cuda\")\n        return args, kwargs\n",
+    "class Dotted(hooks.ModelHook):\n    def post_forward(self, module, output):\n        module.cpu()\n        return output\n",
+    "class Child(CpuOffload):\n    def post_forward(self, module, output):\n        return output\n",
+    "class Logging(ModelHook):\n    def pre_forward(self, module, *args):\n        print(module)\n        return args, {}\n",
+    "class OneLine(ModelHook):\n    def pre_forward(self, m, *a, **k): return m.to('cuda'), a, k\n",
+    "class Multi(ModelHook):\n    def pre_forward(\n        self,\n        module,  # the module\n        *args,\n    ):\n        module.to('cuda')\n        return args\n",
+    "class Static(ModelHook):\n    @staticmethod\n    def pre_forward(module, *args):\n        module.to('cuda')\n        return args\n",
+    "class Deco(ModelHook):\n    @functools.wraps(print)\n    # a comment between decorators\n    @staticmethod\n    def post_forward(module, output):\n        module.cpu()\n        return output\n",
+    "class Fenced(ModelHook):\n    @torch.compiler.disable()\n    def pre_forward(self, module):\n        module.to('cuda')\n",
+    "class AliasFenced(ModelHook):\n    @nd\n    def pre_forward(self, module):\n        module.to('cuda')\n",
+    "class OptOut(ModelHook):\n    # @torch.compiler.disable()\n    def pre_forward(self, module):\n        module.to('cuda')\n",
+    "class Suppressed(ModelHook):\n    # hookfence: ignore[traced on purpose]\n    def pre_forward(self, module):\n        module.to('cuda')\n",
+    "class Async(ModelHook):\n    async def pre_forward(self, module):\n        module.to('cuda')\n",
+    "class Prop(ModelHook):\n    @property\n    def pre_forward(self):\n        return self.m.to('cuda')\n",
+    "def offload_hook(module, args):\n    module.to('cpu', non_blocking=True)\n",
+    "model.register_forward_pre_hook(offload_hook)\n",
+    "model.register_forward_hook(hook=offload_hook)\n",
+    "model.register_forward_hook(lambda m, a, out: out.to('cpu'))\n",
+    "model.register_forward_pre_hook(lambda m, a: (m.cuda(), a)[1])\n",
+    "model.register_forward_pre_hook(functools.partial(offload_hook))\n",
+    "model.register_forward_pre_hook(partial(offload_hook, x=1))\n",
+    "model.register_forward_pre_hook(torch.compiler.disable(offload_hook))\n",
+    "def install(model):\n    def inner(m, a):\n        m.cuda()\n    model.register_forward_pre_hook(inner)\n    return model\n",
+    "class Installer:\n    def _pre(self, m, a):\n        m.to('cuda')\n\n    def install(self, model):\n        model.register_forward_pre_hook(self._pre)\n",
+    "model.register_forward_pre_hook(make_hook(1))\n",
+    "model.register_forward_pre_hook(*hooks_list)\n",
+    "CpuOffload.pre_forward = torch.compiler.disable(CpuOffload.pre_forward)\n",
+    "compiled = torch.compile(model, fullgraph=True)\n",
+    "@decorator\ndef plain(a, b):\n    return a + b\n",
+    "if True:\n    pass\nelse:\n    x = [\n        1,\n    ]\n",
+    "try:\n    import torch\nexcept ImportError:\n    torch = None\n",
+    "value = '''\nclass InString(ModelHook):\n    def pre_forward(self): module.to('cuda')\n'''\n",
+    "class Semi(ModelHook):\n    x = 1; y = 2\n    def pre_forward(self, m): m.to('cuda'); return m\n",
+    "class Back(ModelHook):\n    def pre_forward(self, m): \\\n        return m.to('cuda')\n",
+    "class Docstr(ModelHook):\n    \"\"\"Doc.\"\"\"\n    def post_forward(self, module, output):\n        \"\"\"Moves.\"\"\"\n        return output.to('cpu')\n",
+    "@dataclass\nclass DC(ModelHook):\n    @torch.no_grad()\n    def pre_forward(self, m):\n        m.cuda()\n",
+    "class Commented(ModelHook):\n    # leading comment\n\n    # another\n    def pre_forward(self, m):  # trailing\n        m.cpu()\n",
+    "class Multi2(ModelHook):\n    @decorator(\n        arg=1,\n    )\n    def pre_forward(self, m):\n        m.cuda()\n",
+    "model.register_forward_hook(\n    lambda m, a, out: out.to('cpu'),\n    prepend=True,\n)\n",
+    "model.register_forward_pre_hook((lambda m, a: m.cuda()))\n",
+    "model.register_forward_hook(lambda m, a, o, f=lambda x: x: o.cpu())\n",
+    "hook_fn = offload_hook\nmodel.register_forward_pre_hook(hook_fn)\n",
+    "class \u{dc}n\u{ef}(ModelHook):\n    def pre_forward(self, m):\n        m.to('cuda')  # \u{e9}\n",
+    "\u{c}\n",
+    "import torch.nn as nn\n",
+    "import torch.nn\n",
+    "if TYPE_CHECKING:\n    import torch\n",
+    "class Empty(ModelHook): pass\n",
+];
+
+/// A fragment, or a fragment nested in a block.
+fn piece() -> impl Strategy<Value = String> {
+    let fragment = proptest::sample::select(FRAGMENTS).prop_map(str::to_owned);
+    (fragment, 0..4u8).prop_map(|(text, nest)| match nest {
+        0 | 1 => text,
+        2 => format!("if cond:\n{}", indent(&text)),
+        _ => format!("def factory():\n{}", indent(&text)),
+    })
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.is_empty() {
+                "\n".to_owned()
+            } else {
+                format!("    {l}\n")
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Lf,
+    Crlf,
+    Mixed,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Indent {
+    Spaces,
+    Tabs,
+    TwoSpaces,
+}
+
+/// A generated module with its variations applied.
+fn python_source() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::collection::vec(piece(), 0..10),
+        prop_oneof![Just(Ending::Lf), Just(Ending::Crlf), Just(Ending::Mixed)],
+        prop_oneof![
+            Just(Indent::Spaces),
+            Just(Indent::Tabs),
+            Just(Indent::TwoSpaces)
+        ],
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(pieces, ending, indent, bom, strip_newline)| {
+            let mut text = pieces.join("\n");
+            text = match indent {
+                Indent::Spaces => text,
+                Indent::Tabs => text.replace("    ", "\t"),
+                Indent::TwoSpaces => text.replace("    ", "  "),
+            };
+            text = match ending {
+                Ending::Lf => text,
+                Ending::Crlf => text.replace('\n', "\r\n"),
+                Ending::Mixed => text
+                    .split_inclusive('\n')
+                    .enumerate()
+                    .map(|(i, l)| {
+                        if i % 3 == 1 {
+                            l.replace('\n', "\r\n")
+                        } else {
+                            l.to_owned()
+                        }
+                    })
+                    .collect(),
+            };
+            if strip_newline {
+                while text.ends_with('\n') || text.ends_with('\r') {
+                    text.pop();
+                }
+            }
+            let mut bytes = Vec::new();
+            if bom {
+                bytes.extend_from_slice(b"\xEF\xBB\xBF");
+            }
+            bytes.extend_from_slice(text.as_bytes());
+            bytes
+        })
+}
+
+/// A generated module with random bytes written over or spliced into it.
+fn corrupted_source() -> impl Strategy<Value = Vec<u8>> {
+    (
+        python_source(),
+        proptest::collection::vec(
+            (any::<prop::sample::Index>(), any::<u8>(), any::<bool>()),
+            1..6,
+        ),
+    )
+        .prop_map(|(mut bytes, changes)| {
+            for (at, byte, insert) in changes {
+                if bytes.is_empty() || insert {
+                    let i = at.index(bytes.len() + 1);
+                    bytes.insert(i, byte);
+                } else {
+                    let i = at.index(bytes.len());
+                    bytes[i] = byte;
+                }
+            }
+            bytes
+        })
+}
+
+fn options(all_hooks: bool) -> Options {
+    Options {
+        all_hooks,
+        ..Options::default()
+    }
+}
+
+fn analyze(bytes: &[u8], all_hooks: bool) -> Analysis {
+    hookfence::analyze_source(
+        PathBuf::from("generated.py"),
+        bytes.to_vec(),
+        &options(all_hooks),
+    )
+}
+
+/// Whether the input is something hookfence should rewrite: it decodes and
+/// tree-sitter parses it without error.
+fn parses(bytes: &[u8]) -> bool {
+    match hookfence::source::Source::decode(bytes.to_vec()) {
+        Ok(source) => hookfence::parse::parse(&source.text)
+            .is_some_and(|tree| hookfence::parse::first_error(&tree, &source.text).is_none()),
+        Err(_) => false,
+    }
+}
+
+/// A line hookfence adds: `import torch`, or the decorator under torch's
+/// name in the module (`@torch...`, `@th...` for `import torch as th`).
+fn is_fence_line(line: &str) -> bool {
+    let line = line.trim();
+    line == "import torch"
+        || line
+            .strip_prefix('@')
+            .and_then(|l| l.strip_suffix(".compiler.disable()"))
+            .is_some_and(is_identifier)
+}
+
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// `<alias>.compiler.disable(lambda` -> `lambda`, counting the wraps.
+fn unwrap_lambdas(text: &str) -> (String, usize) {
+    let needle = ".compiler.disable(lambda";
+    let mut out = String::new();
+    let mut rest = text;
+    let mut wraps = 0;
+    while let Some(at) = rest.find(needle) {
+        let head = &rest[..at];
+        let alias_start = head
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |i| {
+                i + head[i..].chars().next().map_or(1, char::len_utf8)
+            });
+        if is_identifier(&head[alias_start..]) {
+            out.push_str(&head[..alias_start]);
+            out.push_str("lambda");
+            wraps += 1;
+        } else {
+            out.push_str(&rest[..at + needle.len()]);
+        }
+        rest = &rest[at + needle.len()..];
+    }
+    out.push_str(rest);
+    (out, wraps)
+}
+
+/// Every difference between old and new is an insertion of a fence form.
+fn only_fence_insertions(old: &str, new: &str) -> Result<(), String> {
+    let chars = TextDiff::from_chars(old, new);
+    if let Some(change) = chars
+        .iter_all_changes()
+        .find(|c| c.tag() == ChangeTag::Delete)
+    {
+        return Err(format!("original text removed: {:?}", change.value()));
+    }
+    let lines = TextDiff::from_lines(old, new);
+    for op in lines.ops() {
+        let (removed, added): (Vec<_>, Vec<_>) = lines
+            .iter_changes(op)
+            .filter(|c| c.tag() != ChangeTag::Equal)
+            .partition(|c| c.tag() == ChangeTag::Delete);
+        if removed.is_empty() {
+            for line in added {
+                if !is_fence_line(line.value()) {
+                    return Err(format!("unexpected added line {:?}", line.value()));
+                }
+            }
+        } else {
+            let before: String = removed.iter().map(|c| c.value()).collect();
+            let after: String = added
+                .iter()
+                .map(|c| c.value())
+                .filter(|l| !is_fence_line(l))
+                .collect();
+            let (unwrapped, wraps) = unwrap_lambdas(&after);
+            if wraps == 0 || unwrapped.len() != before.len() + wraps {
+                return Err(format!(
+                    "changed lines are no lambda wrap: {before:?} -> {after:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `@<name>.compiler.disable()` lines with no `import torch [as name]`
+/// above them. A decorator runs when its `def` does (for a class body, at
+/// import time), so `@torch...` above the only `import torch` would raise
+/// NameError.
+fn unbound_fences(text: &str) -> Vec<String> {
+    let mut unbound = Vec::new();
+    let mut imported: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let code = line.trim();
+        // `import torch` and `import torch.nn` bind `torch`; `import torch as
+        // th` binds `th`; `import torch.nn as nn` binds neither.
+        if let Some(rest) = code.strip_prefix("import torch") {
+            let (module, alias) = match rest.split_once(" as ") {
+                Some((module, alias)) => (module.trim(), Some(alias.trim())),
+                None => (rest.trim(), None),
+            };
+            match alias {
+                None if module.is_empty() || module.starts_with('.') => {
+                    imported.push("torch".to_owned());
+                }
+                Some(alias) if module.is_empty() => imported.push(alias.to_owned()),
+                _ => {}
+            }
+        }
+        let used = code
+            .strip_prefix('@')
+            .and_then(|l| l.strip_suffix(".compiler.disable()"));
+        if let Some(name) = used
+            && !imported.iter().any(|n| n == name)
+        {
+            unbound.push(code.to_owned());
+        }
+    }
+    unbound
+}
+
+/// The full property for a source that parses.
+fn check_parseable(bytes: &[u8], all_hooks: bool) -> Result<(), TestCaseError> {
+    let analysis = analyze(bytes, all_hooks);
+    prop_assert!(
+        analysis.errors.is_empty(),
+        "a parseable source gave errors: {:?}",
+        analysis.errors
+    );
+    for file in &analysis.files {
+        let Some(new_text) = &file.new_text else {
+            continue;
+        };
+        let tree = hookfence::parse::parse(new_text).unwrap();
+        prop_assert_eq!(hookfence::parse::first_error(&tree, new_text), None);
+        if let Err(why) = only_fence_insertions(&file.source.text, new_text) {
+            return Err(TestCaseError::fail(format!(
+                "{why}\n--- old ---\n{}\n--- new ---\n{new_text}",
+                file.source.text
+            )));
+        }
+        // A source may already misuse a name; the rewrite must add no such use.
+        let unbound_before = unbound_fences(&file.source.text);
+        let unbound_after = unbound_fences(new_text);
+        if unbound_after.len() > unbound_before.len() {
+            return Err(TestCaseError::fail(format!(
+                "fence above any import binding its name: {unbound_after:?}\n--- new ---\n{new_text}"
+            )));
+        }
+        let written = file.source.encode(new_text);
+        prop_assert_eq!(written.starts_with(b"\xEF\xBB\xBF"), file.source.bom);
+        let second = analyze(&written, all_hooks);
+        prop_assert!(second.errors.is_empty(), "{:?}", second.errors);
+        for again in &second.files {
+            prop_assert!(
+                again.new_text.is_none(),
+                "second run plans more:\n{}",
+                again.new_text.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        analyze(&bytes, false);
+        analyze(&bytes, true);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
+        analyze(text.as_bytes(), true);
+    }
+
+    #[test]
+    fn corrupted_sources_never_panic_and_fence_cleanly_when_they_parse(bytes in corrupted_source()) {
+        let analysis = analyze(&bytes, true);
+        if parses(&bytes) {
+            check_parseable(&bytes, true)?;
+        } else {
+            // What does not decode or parse is reported and planned nothing.
+            prop_assert_eq!(analysis.errors.len(), 1);
+            prop_assert!(analysis.files.iter().all(|f| f.new_text.is_none()));
+        }
+    }
+
+    #[test]
+    fn generated_sources_fence_cleanly_and_converge(bytes in python_source(), all_hooks in any::<bool>()) {
+        // Every fragment parses alone; joined and varied, nearly all do.
+        prop_assume!(parses(&bytes));
+        check_parseable(&bytes, all_hooks)?;
+    }
+
+    #[test]
+    fn edit_apply_matches_a_model(
+        text in "[a-z\\n é]{0,60}",
+        raw in proptest::collection::vec(
+            proptest::collection::vec((any::<prop::sample::Index>(), 0..3usize, "[A-Z]{0,3}"), 1..3),
+            0..6,
+        ),
+    ) {
+        // Edits on char boundaries of `text`, grouped into fixes.
+        let bounds: Vec<usize> = (0..=text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+        let fixes: Vec<Fix> = raw
+            .into_iter()
+            .map(|edits| Fix {
+                edits: edits
+                    .into_iter()
+                    .map(|(at, len, replacement)| {
+                        let i = at.index(bounds.len());
+                        let j = (i + len).min(bounds.len() - 1);
+                        Edit { start: bounds[i], end: bounds[j], replacement }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let applied = hookfence::edit::apply(&text, &fixes);
+
+        // Model: accept fixes in order unless an edit overlaps an accepted
+        // one; identical edits count once.
+        let overlaps = |a: &Edit, b: &Edit| a.start < b.end && b.start < a.end;
+        let mut accepted: Vec<Edit> = Vec::new();
+        let mut skipped = Vec::new();
+        for (index, fix) in fixes.iter().enumerate() {
+            let fresh: Vec<&Edit> = fix.edits.iter().filter(|e| !accepted.contains(e)).collect();
+            let conflict = fresh.iter().enumerate().any(|(i, e)| {
+                accepted.iter().any(|a| overlaps(a, e)) || fresh[..i].iter().any(|f| overlaps(f, e))
+            });
+            if conflict {
+                skipped.push(index);
+                continue;
+            }
+            accepted.extend(fresh.into_iter().cloned());
+        }
+        prop_assert_eq!(&applied.skipped, &skipped);
+        let removed: usize = accepted.iter().map(|e| e.end - e.start).sum();
+        let added: usize = accepted.iter().map(|e| e.replacement.len()).sum();
+        prop_assert_eq!(applied.text.len(), text.len() - removed + added);
+        // Without replacements, the original survives in order.
+        if accepted.iter().all(|e| e.start == e.end) {
+            let mut rest = applied.text.chars();
+            prop_assert!(text.chars().all(|c| rest.any(|d| d == c)));
+        }
+    }
+}
