@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The whole test suite, as README.md states it and .ci/run runs it.
+#
+# Tiers (each reports `N passed, M failed` and its own failures; all run even
+# when one fails, and the script exits 1 if any failed):
+#   - real torch: torch 2.15 + accelerate 1.12.0 under torch.compile
+#     (tests/torch/run.sh; ~2.5 GB of wheels cached in ~/.cache/hookfence)
+#   - packaging: the wheel, `pip install .`, pre-commit (tests/packaging/run.sh)
+#   - corpus: --all-hooks --apply over ~9,000 real files, checked file by file
+#     (tests/corpus/run.sh; the corpus comes from ../shared/bench/make-corpus.sh)
+#   - prefilter: the prefilter plans exactly what a full parse plans
+#     (tests/prefilter/run.sh, on the same corpus)
+#   - properties: the proptest properties at 1,000 cases each
+#   - cargo test --all-targets: unit, fixture/snapshot, CLI, pty, property,
+#     fault and real-world tests; run last so its summary closes the log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never} INSTA_UPDATE=${INSTA_UPDATE:-no}
+cache=${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}
+
+failed=()
+tier() {
+  local name=$1
+  shift
+  echo "=== tier: $name"
+  if "$@"; then
+    echo "=== tier: $name: ok"
+  else
+    echo "=== tier: $name: FAILED"
+    failed+=("$name")
+  fi
+}
+
+cargo build --release --quiet || exit 1
+tier "real torch" bash tests/torch/run.sh
+tier "packaging" bash tests/packaging/run.sh
+tier "corpus" bash tests/corpus/run.sh
+if [ -d "${CORPUS_DIR:-$cache/corpus}/tree" ]; then
+  tier "prefilter" bash tests/prefilter/run.sh "${CORPUS_DIR:-$cache/corpus}/tree"
+else
+  echo "=== tier: prefilter: FAILED (no corpus tree)"
+  failed+=("prefilter")
+fi
+
+tier "properties (1,000 cases each)" env PROPTEST_CASES=1000 cargo test --quiet --test properties
+
+echo "=== cargo test --all-targets"
+cargo test --all-targets
+status=$?
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "failed tiers: ${failed[*]}" >&2
+  exit 1
+fi
+exit "$status"
