@@ -376,7 +376,11 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 /// nothing. The result does not depend on `options.prefilter` nor on the
 /// number of threads.
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
-    let (files, mut errors) = discover::discover(paths, &options.selection);
+    // Compile the queries while the tree is walked.
+    let ((files, mut errors), ()) = rayon::join(
+        || discover::discover(paths, &options.selection),
+        || options.vocabulary.warm(),
+    );
     let scanned = files.len();
 
     // Rounds of the prefilter: candidate names first, then the names of

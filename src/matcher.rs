@@ -580,41 +580,47 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
     let (qc, qg, qh, qr) = (
         &QUERIES.classes,
         &QUERIES.fullgraph,
-        &vocabulary.hook_methods,
-        &vocabulary.registrations,
+        &vocabulary.compiled().hook_methods,
+        &vocabulary.compiled().registrations,
     );
-    for_each_combined(&vocabulary.scan, root, text, |part, captures| match part {
-        0 => {
-            if let (Some(def), Some(name)) = (capture(captures, qc.def), capture(captures, qc.name))
-            {
-                let name = node_text(name, text).to_owned();
-                class_facts.push(ClassFact {
-                    name: name.clone(),
-                    bases: class_bases(def, text),
-                });
-                classes.entry(name).or_default().push(def);
+    for_each_combined(
+        &vocabulary.compiled().scan,
+        root,
+        text,
+        |part, captures| match part {
+            0 => {
+                if let (Some(def), Some(name)) =
+                    (capture(captures, qc.def), capture(captures, qc.name))
+                {
+                    let name = node_text(name, text).to_owned();
+                    class_facts.push(ClassFact {
+                        name: name.clone(),
+                        bases: class_bases(def, text),
+                    });
+                    classes.entry(name).or_default().push(def);
+                }
             }
-        }
-        1 => {
-            if let Some(argument) = capture(captures, qg.argument) {
-                fullgraph.push(position(argument, text));
+            1 => {
+                if let Some(argument) = capture(captures, qg.argument) {
+                    fullgraph.push(position(argument, text));
+                }
             }
-        }
-        2 => {
-            if let (Some(class), Some(def)) =
-                (capture(captures, qh.class), capture(captures, qh.def))
-            {
-                hook_methods.push((class, def));
+            2 => {
+                if let (Some(class), Some(def)) =
+                    (capture(captures, qh.class), capture(captures, qh.def))
+                {
+                    hook_methods.push((class, def));
+                }
             }
-        }
-        _ => {
-            if let (Some(call), Some(arguments)) =
-                (capture(captures, qr.call), capture(captures, qr.arguments))
-            {
-                registrations.push((call, arguments));
+            _ => {
+                if let (Some(call), Some(arguments)) =
+                    (capture(captures, qr.call), capture(captures, qr.arguments))
+                {
+                    registrations.push((call, arguments));
+                }
             }
-        }
-    });
+        },
+    );
 
     let import_at = import_insertion_point(root, text);
     if hook_methods.is_empty() && registrations.is_empty() {

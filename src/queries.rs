@@ -276,7 +276,8 @@ mod tests {
     #[test]
     fn every_query_compiles_and_matches_a_positive_and_not_a_negative_sample() {
         let q = &*QUERIES;
-        let v = crate::vocabulary::Vocabulary::default();
+        let vocabulary = crate::vocabulary::Vocabulary::default();
+        let v = vocabulary.compiled();
         let hook = "class H(ModelHook):\n    def pre_forward(self, m):\n        pass\n";
         assert_eq!(count(&v.hook_methods.compiled, hook), 1);
         assert_eq!(

@@ -16,11 +16,12 @@ pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
 pub const DEFAULT_DECORATOR: &str = "torch.compiler.disable()";
 
 pub struct Vocabulary {
-    /// `classes`, `fullgraph`, `hook_methods` and `registrations` in one
-    /// walk, in that order: what every parsed file needs.
-    pub scan: Combined,
-    pub hook_methods: HookMethods,
-    pub registrations: Registrations,
+    /// The spliced `hook_methods.scm` and `registrations.scm`.
+    hook_methods_scm: String,
+    registrations_scm: String,
+    /// Compiled on first use (see [`Vocabulary::warm`]), so that compiling
+    /// can overlap with walking the tree.
+    compiled: std::sync::OnceLock<CompiledVocabulary>,
     /// Registrars whose hook is not the first positional argument.
     pub registrar_positions: HashMap<String, usize>,
     pub protocol_bases: Vec<String>,
@@ -30,6 +31,15 @@ pub struct Vocabulary {
     pub decorator: String,
     /// Literal names whose presence makes a file worth parsing.
     pub candidate_names: BTreeSet<String>,
+}
+
+/// The queries a vocabulary compiles to.
+pub struct CompiledVocabulary {
+    /// `classes`, `fullgraph`, `hook_methods` and `registrations` in one
+    /// walk, in that order: what every parsed file needs.
+    pub scan: Combined,
+    pub hook_methods: HookMethods,
+    pub registrations: Registrations,
 }
 
 /// Adds `extra` strings to the `#any-of?` predicate on `@capture` in `scm`.
@@ -78,9 +88,6 @@ impl Vocabulary {
             "registration.method",
             &registrar_names,
         );
-        let hook_methods = Compiled::new("hook_methods", &hook_methods_scm);
-        let registrations = Compiled::new("registrations", &registrations_scm);
-
         let protocol_bases: Vec<String> = DEFAULT_PROTOCOL_BASES
             .iter()
             .map(|s| s.to_string())
@@ -105,22 +112,41 @@ impl Vocabulary {
         candidate_names.extend(protocol_bases.iter().cloned());
         candidate_names.insert(crate::prefilter::SUPPRESSION_MARK.to_owned());
 
-        let scan = Combined::new(&[
-            &queries::QUERIES.classes.compiled,
-            &queries::QUERIES.fullgraph.compiled,
-            &hook_methods,
-            &registrations,
-        ]);
         Vocabulary {
-            scan,
-            hook_methods: HookMethods::new(hook_methods),
-            registrations: Registrations::new(registrations),
+            hook_methods_scm,
+            registrations_scm,
+            compiled: std::sync::OnceLock::new(),
             registrar_positions,
             protocol_bases,
             fence_spellings,
             decorator,
             candidate_names,
         }
+    }
+
+    /// The compiled queries, compiling them on first use.
+    pub fn compiled(&self) -> &CompiledVocabulary {
+        self.compiled.get_or_init(|| {
+            let hook_methods = Compiled::new("hook_methods", &self.hook_methods_scm);
+            let registrations = Compiled::new("registrations", &self.registrations_scm);
+            let scan = Combined::new(&[
+                &queries::QUERIES.classes.compiled,
+                &queries::QUERIES.fullgraph.compiled,
+                &hook_methods,
+                &registrations,
+            ]);
+            CompiledVocabulary {
+                scan,
+                hook_methods: HookMethods::new(hook_methods),
+                registrations: Registrations::new(registrations),
+            }
+        })
+    }
+
+    /// Compiles every query a run needs (this vocabulary's and the fixed
+    /// ones), so that it can be done while the tree is walked.
+    pub fn warm(&self) {
+        self.compiled();
     }
 
     pub fn is_protocol_base(&self, name: &str) -> bool {
