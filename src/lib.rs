@@ -637,21 +637,14 @@ pub fn run(
     let style = render::Style::new(settings.color_stdout);
     let err_style = render::Style::new(settings.color_stderr);
     match settings.format {
-        cli::Format::Json => {
-            let doc = report::json(&analysis, settings.mode, options.strategy);
-            writeln!(
-                stdout,
-                "{}",
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
-            )?;
-        }
-        cli::Format::Sarif => {
-            let doc = report::sarif(&analysis);
-            writeln!(
-                stdout,
-                "{}",
-                serde_json::to_string_pretty(&doc).unwrap_or_default()
-            )?;
+        cli::Format::Json | cli::Format::Sarif => {
+            let doc = if settings.format == cli::Format::Json {
+                report::json(&analysis, settings.mode, options.strategy)
+            } else {
+                report::sarif(&analysis)
+            };
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            writeln!(stdout, "{text}")?;
         }
         cli::Format::Github => {
             for line in report::github(&analysis) {

@@ -117,9 +117,10 @@ fn temp_in(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
         .map_err(err)
 }
 
-/// Creates a file that must not exist yet, atomically: it appears whole or
-/// not at all, and an existing file of that name is never replaced.
-pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+/// A temporary file beside `path` holding `contents`, flushed to disk, with
+/// the usual mode of a new module (a temporary file is created 0600; the
+/// umask still applies to what the user has not granted).
+fn new_file_temp(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile, FileError> {
     let err = |source| FileError::Write {
         path: path.to_path_buf(),
         source,
@@ -127,22 +128,31 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     let mut temp = temp_in(path)?;
     fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
     temp.as_file().sync_all().map_err(err)?;
-    // A temporary file is created 0600; a new module gets the usual 0644
-    // (less the umask bits the user has not granted anyway).
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
     }
     fault::inject(path, fault::Kind::Rename).map_err(err)?;
-    temp.persist_noclobber(path).map_err(|e| err(e.error))?;
-    if let Some(dir) = path.parent() {
-        sync_dir(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        });
+    Ok(temp)
+}
+
+fn sync_parent(path: &Path) {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
+        _ => sync_dir(Path::new(".")),
     }
+}
+
+/// Creates a file that must not exist yet, atomically: it appears whole or
+/// not at all, and an existing file of that name is never replaced.
+pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
+    let temp = new_file_temp(path, contents)?;
+    temp.persist_noclobber(path).map_err(|e| FileError::Write {
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    sync_parent(path);
     Ok(())
 }
 
@@ -150,25 +160,15 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
 /// record), atomically, replacing any previous version. A signal waits for
 /// it to finish (see [`crate::interrupt::critical`]).
 pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
-    crate::interrupt::critical(|| replace_now(path, contents))
-}
-
-fn replace_now(path: &Path, contents: &[u8]) -> Result<(), FileError> {
-    let err = |source| FileError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut temp = temp_in(path)?;
-    fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
-    temp.as_file().sync_all().map_err(err)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644)).map_err(err)?;
-    }
-    fault::inject(path, fault::Kind::Rename).map_err(err)?;
-    temp.persist(path).map_err(|e| err(e.error))?;
-    Ok(())
+    crate::interrupt::critical(|| {
+        let temp = new_file_temp(path, contents)?;
+        temp.persist(path).map_err(|e| FileError::Write {
+            path: path.to_path_buf(),
+            source: e.error,
+        })?;
+        sync_parent(path);
+        Ok(())
+    })
 }
 
 /// Fault injection for tests (debug builds only; see the module docs).
