@@ -45,10 +45,16 @@ fi
 tier "properties (1,000 cases each)" env PROPTEST_CASES=1000 cargo test --quiet --test properties
 
 echo "=== cargo test --all-targets"
-cargo test --all-targets
-status=$?
+log=$(mktemp)
+cargo test --all-targets 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "failed tiers: ${failed[*]}" >&2
-  exit 1
+  status=1
 fi
+# cargo prints one result line per test binary, the last often for a target
+# with no tests; close with the sum over all of them.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+rm -f "$log"
 exit "$status"
