@@ -5,65 +5,19 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
-use tempfile::TempDir;
+mod common;
+use common::{BIN, HOOK, HOOK_FENCED, Project};
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
 
-const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
-
-/// Longest any single command may run before the test fails (a hang, e.g. a
-/// FIFO being opened, must fail the test rather than stall the suite).
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A throwaway project directory.
-struct Project {
-    dir: TempDir,
-}
-
 impl Project {
-    /// Creates a project holding `files`, given as (relative path, bytes).
-    fn new(files: &[(&str, &[u8])]) -> Project {
-        let project = Project {
-            dir: tempfile::tempdir().expect("create temp dir"),
-        };
-        for (rel, bytes) in files {
-            project.write(rel, bytes);
-        }
-        project
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
-    }
-
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
-        let path = self.path(rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).unwrap();
-        }
-        fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    }
-
-    fn read(&self, rel: &str) -> Vec<u8> {
-        fs::read(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
-    fn read_str(&self, rel: &str) -> String {
-        String::from_utf8(self.read(rel)).unwrap()
-    }
-
     fn chmod(&self, rel: &str, mode: u32) {
         fs::set_permissions(self.path(rel), fs::Permissions::from_mode(mode)).unwrap();
     }
@@ -272,38 +226,18 @@ impl Cmd {
     /// Runs to completion (stdin closed, stdout/stderr piped), failing the
     /// test if it takes longer than [`TIMEOUT`].
     fn run(mut self) -> Run {
-        let mut child = self
+        let child = self
             .command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.command));
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                pipe.read_to_end(&mut buf).unwrap();
-                buf
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().unwrap()));
-        let stderr = drain(Box::new(child.stderr.take().unwrap()));
-        let deadline = Instant::now() + TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{:?} did not finish within {TIMEOUT:?}", self.command);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let done = common::finish(child, &format!("{:?}", self.command));
         Run {
-            stdout: stdout.join().unwrap(),
-            stderr: String::from_utf8_lossy(&stderr.join().unwrap()).into_owned(),
-            code: status.code(),
+            stdout: done.stdout,
+            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+            code: done.code,
         }
     }
 }
@@ -403,34 +337,6 @@ fn assert_no_temp_files(project: &Project) {
 // ---------------------------------------------------------------------------
 // Python sources
 // ---------------------------------------------------------------------------
-
-/// One offload hook (`CpuOffload.pre_forward`) next to a base class whose
-/// hook does nothing and is not fenced.
-const HOOK: &str = r#"import torch
-
-class ModelHook:
-    def pre_forward(self, module, *args, **kwargs):
-        return args, kwargs
-
-class CpuOffload(ModelHook):
-    def pre_forward(self, module, *args, **kwargs):
-        module.to("cuda")
-        return args, kwargs
-"#;
-
-/// [`HOOK`] after hookfence.
-const HOOK_FENCED: &str = r#"import torch
-
-class ModelHook:
-    def pre_forward(self, module, *args, **kwargs):
-        return args, kwargs
-
-class CpuOffload(ModelHook):
-    @torch.compiler.disable()
-    def pre_forward(self, module, *args, **kwargs):
-        module.to("cuda")
-        return args, kwargs
-"#;
 
 /// An accelerate-style hook with two offload entry points.
 const ALIGN: &str = r#"import torch

@@ -15,23 +15,19 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
+mod common;
+use common::{BIN, HOOK, HOOK_FENCED, Project, TIMEOUT};
 
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
-
-const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
-
-/// Longest any single command may run before the test fails.
-const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Says, past the test harness's capture, why part of a test was skipped.
 fn skip(test: &str, reason: &str) {
@@ -52,45 +48,7 @@ fn injection_available(test: &str) -> bool {
     cfg!(debug_assertions)
 }
 
-struct Project {
-    dir: TempDir,
-}
-
 impl Project {
-    fn new(files: &[(&str, &[u8])]) -> Project {
-        let project = Project {
-            dir: tempfile::tempdir().expect("create temp dir"),
-        };
-        for (rel, bytes) in files {
-            project.write(rel, bytes);
-        }
-        project
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
-    }
-
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
-        let path = self.path(rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).unwrap();
-        }
-        fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    }
-
-    fn read(&self, rel: &str) -> Vec<u8> {
-        fs::read(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
-    fn read_str(&self, rel: &str) -> String {
-        String::from_utf8(self.read(rel)).unwrap()
-    }
-
     fn symlink(&self, target: &str, link: &str) {
         let path = self.path(link);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -144,21 +102,7 @@ impl Project {
     /// Every regular file below the root, with its bytes (symlinks, FIFOs
     /// and devices are not read).
     fn contents(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-            for entry in fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                let meta = fs::symlink_metadata(&path).unwrap();
-                if meta.is_dir() {
-                    walk(root, &path, out);
-                } else if meta.is_file() {
-                    let rel = path.strip_prefix(root).unwrap().to_path_buf();
-                    out.insert(rel, fs::read(&path).unwrap());
-                }
-            }
-        }
-        let mut out = BTreeMap::new();
-        walk(self.root(), self.root(), &mut out);
-        out
+        common::file_contents(self.root())
     }
 }
 
@@ -231,32 +175,12 @@ fn run(mut command: Command) -> Run {
 }
 
 /// Waits for a child (draining its output), failing the test after [`TIMEOUT`].
-fn wait(mut child: Child) -> Run {
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("hookfence did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+fn wait(child: Child) -> Run {
+    let done = common::finish(child, "hookfence");
     Run {
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-        code: status.code(),
+        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+        code: done.code,
     }
 }
 
@@ -362,31 +286,6 @@ impl Drop for Mount {
 // ---------------------------------------------------------------------------
 // Python sources
 // ---------------------------------------------------------------------------
-
-const HOOK: &str = r#"import torch
-
-class ModelHook:
-    def pre_forward(self, module, *args, **kwargs):
-        return args, kwargs
-
-class CpuOffload(ModelHook):
-    def pre_forward(self, module, *args, **kwargs):
-        module.to("cuda")
-        return args, kwargs
-"#;
-
-const HOOK_FENCED: &str = r#"import torch
-
-class ModelHook:
-    def pre_forward(self, module, *args, **kwargs):
-        return args, kwargs
-
-class CpuOffload(ModelHook):
-    @torch.compiler.disable()
-    def pre_forward(self, module, *args, **kwargs):
-        module.to("cuda")
-        return args, kwargs
-"#;
 
 /// A project with the file under test (`target`) and a good file elsewhere
 /// that must be fenced whatever happens to the target.

@@ -5,73 +5,31 @@
 #![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
+mod common;
+use common::{BIN, Project, TIMEOUT};
 use rexpect::process::WaitStatus;
 use rexpect::session::PtySession;
-use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------
 // Helpers (a small copy of those in tests/cli.rs)
 // ---------------------------------------------------------------------------
 
-const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
-
-/// Longest any single command may run (or any expected output take) before
-/// the test fails.
-const TIMEOUT: Duration = Duration::from_secs(30);
-
 const PROMPT: &str = "fence? [y]es [n]o [s]uppress [a]ll [q]uit";
 
 /// A throwaway project directory.
-struct Project {
-    dir: TempDir,
-}
-
 impl Project {
-    fn new(files: &[(&str, &str)]) -> Project {
-        let project = Project {
-            dir: tempfile::tempdir().expect("create temp dir"),
-        };
-        for (rel, text) in files {
-            project.write(rel, text);
-        }
-        project
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root().join(rel)
-    }
-
-    fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
-        let path = self.path(rel);
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    }
-
-    fn read(&self, rel: &str) -> String {
-        fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
     /// Every regular file below the root, with its bytes.
     fn contents(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        let mut out = BTreeMap::new();
-        contents_into(self.root(), self.root(), &mut out);
-        out
+        common::file_contents(self.root())
     }
 
     /// Runs hookfence with `args` at the project root, stdin closed and
     /// stdout/stderr piped (so: no terminal).
     fn run(&self, args: &[&str]) -> Run {
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args(args)
             .current_dir(self.root())
             .env_remove("NO_COLOR")
@@ -80,31 +38,11 @@ impl Project {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                pipe.read_to_end(&mut buf).unwrap();
-                String::from_utf8_lossy(&buf).into_owned()
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().unwrap()));
-        let stderr = drain(Box::new(child.stderr.take().unwrap()));
-        let deadline = Instant::now() + TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("hookfence {args:?} did not finish within {TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let done = common::finish(child, &format!("hookfence {args:?}"));
         Run {
-            stdout: stdout.join().unwrap(),
-            stderr: stderr.join().unwrap(),
-            code: status.code(),
+            stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+            code: done.code,
         }
     }
 
@@ -119,18 +57,6 @@ impl Project {
             .env("TERM", "xterm");
         rexpect::session::spawn_command(command, Some(TIMEOUT.as_millis() as u64))
             .expect("spawn hookfence on a pty")
-    }
-}
-
-fn contents_into(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            contents_into(root, &path, out);
-        } else {
-            let rel = path.strip_prefix(root).unwrap().to_path_buf();
-            out.insert(rel, fs::read(&path).unwrap());
-        }
     }
 }
 
@@ -208,11 +134,11 @@ const TO_CUDA: &str = "pkg/b.py:4:1  _to_cuda  (";
 const LAMBDA: &str = "pkg/b.py:10:33  attach.<locals>.<lambda>  (";
 
 fn project() -> Project {
-    Project::new(&[("pkg/a.py", A_PY), ("pkg/b.py", B_PY)])
+    Project::new(&[("pkg/a.py", A_PY.as_bytes()), ("pkg/b.py", B_PY.as_bytes())])
 }
 
 fn decisions(project: &Project, rel: &str) -> serde_json::Value {
-    serde_json::from_str(&project.read(rel)).unwrap()
+    serde_json::from_str(&project.read_str(rel)).unwrap()
 }
 
 fn decision(path: &str, qualname: &str, line: u64, answer: &str) -> serde_json::Value {
@@ -288,14 +214,14 @@ fn interactive_fences_skips_suppresses_and_quits() {
 
     // y: fenced; n: untouched; s: a suppression line; q: untouched.
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def pre_forward",
             "    @torch.compiler.disable()\n    def pre_forward"
         )
     );
     assert_eq!(
-        project.read("pkg/b.py"),
+        project.read_str("pkg/b.py"),
         B_PY.replace("def _to_cuda", "# hookfence: ignore\ndef _to_cuda")
     );
     // Nothing else was written.
@@ -361,14 +287,14 @@ fn interactive_all_fences_the_rest_and_replay_reproduces_it() {
     }
 
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def post_forward",
             "    @torch.compiler.disable()\n    def post_forward"
         )
     );
     assert_eq!(
-        project.read("pkg/b.py"),
+        project.read_str("pkg/b.py"),
         B_PY.replace("def _to_cuda", "@torch.compiler.disable()\ndef _to_cuda")
             .replace(
                 "register_forward_hook(lambda m, a, out: out.to(\"cpu\"))",
@@ -394,7 +320,7 @@ fn interactive_all_fences_the_rest_and_replay_reproduces_it() {
     for (rel, bytes) in &fresh {
         copy.write(rel.to_str().unwrap(), bytes);
     }
-    copy.write("d.json", project.read("d.json"));
+    copy.write("d.json", project.read_str("d.json"));
     let run = copy.run(&["--replay", "d.json", "."]);
     assert_eq!(run.code, Some(0), "{run}");
     assert_eq!(copy.contents(), project.contents());
@@ -423,7 +349,7 @@ fn interactive_suppress_and_fence_replay_identically() {
     assert_eq!(exit_code(&mut session), 0);
     // A suppression of a method goes where its decorator would.
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def pre_forward",
             "    # hookfence: ignore\n    def pre_forward"
@@ -434,7 +360,7 @@ fn interactive_suppress_and_fence_replay_identically() {
         )
     );
     assert_eq!(
-        project.read("pkg/b.py"),
+        project.read_str("pkg/b.py"),
         B_PY.replace(
             "    model.register_forward_hook(lambda",
             "    # hookfence: ignore\n    model.register_forward_hook(lambda"
@@ -445,7 +371,7 @@ fn interactive_suppress_and_fence_replay_identically() {
     for (rel, bytes) in &fresh {
         copy.write(rel.to_str().unwrap(), bytes);
     }
-    copy.write("review/d.json", project.read("review/d.json"));
+    copy.write("review/d.json", project.read_str("review/d.json"));
     // Paths are matched whatever spelling named the files.
     let run = copy.run(&["--replay", "review/d.json", "./pkg/a.py", "pkg/b.py"]);
     assert_eq!(run.code, Some(0), "{run}");
@@ -459,7 +385,7 @@ fn interactive_suppress_and_fence_replay_identically() {
 
 #[test]
 fn interactive_with_nothing_to_fence_asks_nothing() {
-    let project = Project::new(&[("a.py", "x = 1\n")]);
+    let project = Project::new(&[("a.py", b"x = 1\n")]);
     let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
     let rest = session.exp_eof().unwrap();
     assert!(!rest.contains(PROMPT), "{rest}");
@@ -471,7 +397,7 @@ fn interactive_with_nothing_to_fence_asks_nothing() {
         decisions(&project, "d.json"),
         serde_json::json!({"version": 1, "decisions": []})
     );
-    assert_eq!(project.read("a.py"), "x = 1\n");
+    assert_eq!(project.read_str("a.py"), "x = 1\n");
 }
 
 #[test]
@@ -484,13 +410,13 @@ fn interactive_end_of_input_quits_and_keeps_the_answers() {
     session.send_control('d').unwrap();
     assert_eq!(exit_code(&mut session), 0);
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def pre_forward",
             "    @torch.compiler.disable()\n    def pre_forward"
         )
     );
-    assert_eq!(project.read("pkg/b.py"), B_PY);
+    assert_eq!(project.read_str("pkg/b.py"), B_PY);
     assert_eq!(
         decisions(&project, "d.json")["decisions"],
         serde_json::json!([decision("pkg/a.py", "CpuOffload.pre_forward", 6, "fence")])
@@ -645,24 +571,24 @@ fn replay_without_a_decision_leaves_the_hook_unfenced_with_a_note() {
         "{run}"
     );
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def post_forward",
             "    # hookfence: ignore\n    def post_forward"
         )
     );
     assert_eq!(
-        project.read("pkg/b.py"),
+        project.read_str("pkg/b.py"),
         B_PY.replace("def _to_cuda", "@torch.compiler.disable()\ndef _to_cuda")
     );
 }
 
 #[test]
 fn replay_with_the_wrap_strategy_creates_the_helper_only_when_used() {
-    let files = [
-        ("pkg/__init__.py", ""),
-        ("pkg/a.py", A_PY),
-        ("pkg/b.py", B_PY),
+    let files: [(&str, &[u8]); 3] = [
+        ("pkg/__init__.py", b""),
+        ("pkg/a.py", A_PY.as_bytes()),
+        ("pkg/b.py", B_PY.as_bytes()),
     ];
     let skip_all = serde_json::json!({
         "version": 1,
@@ -681,13 +607,13 @@ fn replay_with_the_wrap_strategy_creates_the_helper_only_when_used() {
     assert!(!project.path("pkg/_no_compile.py").exists(), "{run}");
     // The suppression is written, without the helper's import.
     assert_eq!(
-        project.read("pkg/a.py"),
+        project.read_str("pkg/a.py"),
         A_PY.replace(
             "    def post_forward",
             "    # hookfence: ignore\n    def post_forward"
         )
     );
-    assert_eq!(project.read("pkg/b.py"), B_PY);
+    assert_eq!(project.read_str("pkg/b.py"), B_PY);
 
     let mut one = skip_all.clone();
     one["decisions"][2]["answer"] = "fence".into();
@@ -696,7 +622,7 @@ fn replay_with_the_wrap_strategy_creates_the_helper_only_when_used() {
     let run = project.run(&["--replay", "d.json", "--strategy", "wrap", "."]);
     assert_eq!(run.code, Some(0), "{run}");
     assert!(project.path("pkg/_no_compile.py").exists(), "{run}");
-    let b = project.read("pkg/b.py");
+    let b = project.read_str("pkg/b.py");
     assert!(b.contains("@no_compile\ndef _to_cuda"), "{b}");
-    assert!(!project.read("pkg/a.py").contains("no_compile"));
+    assert!(!project.read_str("pkg/a.py").contains("no_compile"));
 }

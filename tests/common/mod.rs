@@ -1,0 +1,157 @@
+//! Helpers shared by the integration tests that run the binary.
+
+#![allow(dead_code)] // each test crate uses a part
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_hookfence");
+
+/// Longest any single command may run before the test fails (a hang, e.g. a
+/// FIFO being opened, must fail the test rather than stall the suite).
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a finished child printed, and how it exited.
+pub struct Finished {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub code: Option<i32>,
+}
+
+/// Waits for a child spawned with piped stdout and stderr, draining both,
+/// and fails the test (killing the child) after [`TIMEOUT`].
+pub fn finish(mut child: Child, what: &str) -> Finished {
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not finish within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Finished {
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+        code: status.code(),
+    }
+}
+
+/// Every regular file below `root` (symlinks not followed), with its bytes,
+/// by path relative to `root`.
+pub fn file_contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                walk(root, &path, out);
+            } else if meta.is_file() {
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// A throwaway project directory; each test file adds the helpers it needs
+/// in an `impl Project` of its own.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// Creates a project holding `files`, given as (relative path, contents).
+    pub fn new(files: &[(&str, &[u8])]) -> Project {
+        let project = Project {
+            dir: tempfile::tempdir().expect("create temp dir"),
+        };
+        for (rel, bytes) in files {
+            project.write(rel, bytes);
+        }
+        project
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).unwrap();
+        }
+        fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        fs::read(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    pub fn read_str(&self, rel: &str) -> String {
+        String::from_utf8(self.read(rel)).unwrap()
+    }
+}
+
+/// One offload hook (`CpuOffload.pre_forward`) next to a base class whose
+/// hook does nothing and is not fenced.
+pub const HOOK: &str = r#"import torch
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+class CpuOffload(ModelHook):
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// [`HOOK`] after hookfence.
+pub const HOOK_FENCED: &str = r#"import torch
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+class CpuOffload(ModelHook):
+    @torch.compiler.disable()
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
