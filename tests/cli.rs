@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 mod common;
-use common::{BIN, HOOK, HOOK_FENCED, Project};
+use common::{BIN, HOOK, HOOK_FENCED, Project, Run};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -233,12 +233,7 @@ impl Cmd {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", self.command));
-        let done = common::finish(child, &format!("{:?}", self.command));
-        Run {
-            stdout: done.stdout,
-            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-            code: done.code,
-        }
+        common::finish(child, &format!("{:?}", self.command)).into()
     }
 }
 
@@ -252,34 +247,9 @@ fn git_cmd(cwd: &Path) -> Cmd {
         .env("GIT_CEILING_DIRECTORIES", ceiling)
 }
 
-/// What a finished command left behind.
-struct Run {
-    stdout: Vec<u8>,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code,
-            String::from_utf8_lossy(&self.stdout),
-            self.stderr
-        )
-    }
-}
-
 impl Run {
     fn stdout(&self) -> String {
         String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
-    }
-
-    /// Asserts the exit code, printing everything when it is wrong.
-    fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
-        self
     }
 
     /// The paths of the `--- a/<path>` diff headers, in output order, each

@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{BIN, HOOK, HOOK_FENCED, Project, TIMEOUT};
+use common::{BIN, HOOK, HOOK_FENCED, Project, Run, TIMEOUT};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -127,28 +127,7 @@ fn assert_no_temp_files(root: &Path) {
     assert!(found.is_empty(), "temporary files left: {found:?}");
 }
 
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 impl Run {
-    fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
-        self
-    }
-
     /// The stderr line naming `path`, which must say the file was left alone.
     fn error_for(&self, path: &str) -> &str {
         let line = self
@@ -176,12 +155,7 @@ fn run(mut command: Command) -> Run {
 
 /// Waits for a child (draining its output), failing the test after [`TIMEOUT`].
 fn wait(child: Child) -> Run {
-    let done = common::finish(child, "hookfence");
-    Run {
-        stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-        code: done.code,
-    }
+    common::finish(child, "hookfence").into()
 }
 
 /// Sends a signal with kill(1) (the crate forbids `unsafe`, so no libc::kill).

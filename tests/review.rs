@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{BIN, Project, TIMEOUT};
+use common::{BIN, Project, Run, TIMEOUT};
 use rexpect::process::WaitStatus;
 use rexpect::session::PtySession;
 
@@ -38,12 +38,7 @@ impl Project {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let done = common::finish(child, &format!("hookfence {args:?}"));
-        Run {
-            stdout: String::from_utf8_lossy(&done.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
-            code: done.code,
-        }
+        common::finish(child, &format!("hookfence {args:?}")).into()
     }
 
     /// Starts hookfence with `args` at the project root on a fresh
@@ -57,23 +52,6 @@ impl Project {
             .env("TERM", "xterm");
         rexpect::session::spawn_command(command, Some(TIMEOUT.as_millis() as u64))
             .expect("spawn hookfence on a pty")
-    }
-}
-
-/// What a finished command left behind.
-struct Run {
-    stdout: String,
-    stderr: String,
-    code: Option<i32>,
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
     }
 }
 
@@ -247,7 +225,8 @@ fn interactive_fences_skips_suppresses_and_quits() {
     // What is left unfenced is exactly what was declined or not reviewed.
     let check = project.run(&["--check", "."]);
     assert_eq!(check.code, Some(1), "{check}");
-    let lines: Vec<&str> = check.stdout.lines().collect();
+    let stdout = check.stdout_str();
+    let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{check}");
     assert!(
         lines[0].starts_with("pkg/a.py:11:5: unfenced offload hook CpuOffload.post_forward"),
@@ -327,8 +306,11 @@ fn interactive_all_fences_the_rest_and_replay_reproduces_it() {
 
     let check = project.run(&["--check", "."]);
     assert_eq!(check.code, Some(1), "{check}");
-    assert_eq!(check.stdout.lines().count(), 1, "{check}");
-    assert!(check.stdout.contains("CpuOffload.pre_forward"), "{check}");
+    assert_eq!(check.stdout_str().lines().count(), 1, "{check}");
+    assert!(
+        check.stdout_str().contains("CpuOffload.pre_forward"),
+        "{check}"
+    );
 }
 
 #[test]

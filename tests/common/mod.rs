@@ -22,6 +22,47 @@ pub struct Finished {
     pub code: Option<i32>,
 }
 
+/// What a finished hookfence run left behind.
+pub struct Run {
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub code: Option<i32>,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            String::from_utf8_lossy(&self.stdout),
+            self.stderr
+        )
+    }
+}
+
+impl Run {
+    /// Asserts the exit code, printing everything when it is wrong.
+    pub fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
+        self
+    }
+
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+impl From<Finished> for Run {
+    fn from(done: Finished) -> Run {
+        Run {
+            stdout: done.stdout,
+            stderr: String::from_utf8_lossy(&done.stderr).into_owned(),
+            code: done.code,
+        }
+    }
+}
+
 /// Waits for a child spawned with piped stdout and stderr, draining both,
 /// and fails the test (killing the child) after [`TIMEOUT`].
 pub fn finish(mut child: Child, what: &str) -> Finished {
