@@ -36,7 +36,7 @@ pub struct Needles {
 pub struct Scan {
     /// A needle name: the file must be parsed.
     pub needed: bool,
-    /// A `fullgraph=` keyword argument may be there (see [`mentions_fullgraph`]).
+    /// A `fullgraph=` keyword argument may be there (see [`fullgraph_at`]).
     pub fullgraph: bool,
 }
 
@@ -73,10 +73,6 @@ impl Needles {
             packed,
             names,
         }
-    }
-
-    pub fn is_match(&self, text: &str) -> bool {
-        self.scan(text).needed
     }
 
     /// One pass over `text`: stops at the first needle name.
@@ -125,13 +121,6 @@ fn fullgraph_at(text: &str, at: usize) -> bool {
     let before_ok = at == 0 || !is_word(bytes[at - 1]);
     let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\\', '\r', '\n']);
     before_ok && rest.starts_with('=') && !rest.starts_with("==")
-}
-
-/// Whether `text` may pass a `fullgraph=` keyword argument anywhere.
-pub fn mentions_fullgraph(text: &str) -> bool {
-    let keyword = fullgraph_keyword();
-    text.match_indices(keyword)
-        .any(|(at, _)| fullgraph_at(text, at))
 }
 
 /// Every word in the base lists of `text`'s class statements, read without
@@ -286,11 +275,12 @@ mod tests {
 
     #[test]
     fn fullgraph_mentions_are_whole_keyword_arguments() {
-        assert!(mentions_fullgraph("torch.compile(m, fullgraph=True)"));
-        assert!(mentions_fullgraph("compile(m,\n    fullgraph = True)"));
-        assert!(!mentions_fullgraph("_can_compile_fullgraph = True"));
-        assert!(!mentions_fullgraph("if fullgraph == True:"));
-        assert!(!mentions_fullgraph("no mention here"));
+        let mentions = |text: &str| Needles::new(["pre_forward"]).scan(text).fullgraph;
+        assert!(mentions("torch.compile(m, fullgraph=True)"));
+        assert!(mentions("compile(m,\n    fullgraph = True)"));
+        assert!(!mentions("_can_compile_fullgraph = True"));
+        assert!(!mentions("if fullgraph == True:"));
+        assert!(!mentions("no mention here"));
     }
 
     #[test]
@@ -341,8 +331,8 @@ mod tests {
     #[test]
     fn needles_match_substrings() {
         let needles = Needles::new(["pre_forward"]);
-        assert!(needles.is_match("def pre_forward(self): pass"));
-        assert!(!needles.is_match("def forward(self): pass"));
-        assert!(!Needles::new(Vec::<String>::new()).is_match("anything"));
+        assert!(needles.scan("def pre_forward(self): pass").needed);
+        assert!(!needles.scan("def forward(self): pass").needed);
+        assert!(!Needles::new(Vec::<String>::new()).scan("anything").needed);
     }
 }
