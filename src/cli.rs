@@ -329,9 +329,9 @@ impl Settings {
                 None,
                 indicatif::ProgressDrawTarget::hidden(),
             );
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{spinner} {pos}/{len} files {wide_bar} {elapsed}",
-            ) {
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} {pos} files read {elapsed}")
+            {
                 bar.set_style(style);
             }
             options.progress = Some(bar);

@@ -7,6 +7,9 @@
 //! ignore status.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
 
 use crate::config::Filter;
 use crate::error::FileError;
@@ -27,50 +30,88 @@ impl Selection {
     }
 }
 
-/// The files to process, sorted and without duplicates, plus the paths that
-/// could not be walked.
-pub fn discover(paths: &[PathBuf], selection: &Selection) -> (Vec<PathBuf>, Vec<FileError>) {
+/// Walks `paths` on `threads` threads and hands every file to process to
+/// `visit` as soon as it is found, on the thread that found it, so reading
+/// and parsing overlap the walk. Returns what `visit` gave per file, sorted
+/// by path and without duplicates (a file reached twice is kept once), plus
+/// the paths that could not be walked (in no particular order).
+pub fn visit_all<T, F>(
+    paths: &[PathBuf],
+    selection: &Selection,
+    threads: usize,
+    visit: F,
+) -> (Vec<(PathBuf, T)>, Vec<FileError>)
+where
+    T: Send,
+    F: Fn(&Path) -> T + Sync,
+{
+    let visited = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let found = |path: PathBuf| {
+        let outcome = visit(&path);
+        lock(&visited).push((path, outcome));
+    };
+    let mut roots = Vec::new();
     let mut files = Vec::new();
-    let mut errors = Vec::new();
     for path in paths {
         match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => walk(path, selection, &mut files, &mut errors),
+            Ok(meta) if meta.is_dir() => roots.push(path),
             Ok(meta) if meta.is_file() => files.push(clean(path)),
-            Ok(_) => errors.push(FileError::NotAFile { path: path.clone() }),
-            Err(source) => errors.push(FileError::Read {
+            Ok(_) => lock(&errors).push(FileError::NotAFile { path: path.clone() }),
+            Err(source) => lock(&errors).push(FileError::Read {
                 path: path.clone(),
                 source,
             }),
         }
     }
-    files.sort();
-    files.dedup();
-    (files, errors)
+    // Files named on the command line (pre-commit passes hundreds) share
+    // out over the pool; directories are walked by `ignore`'s own threads.
+    files.into_par_iter().for_each(found);
+    if let Some((first, rest)) = roots.split_first() {
+        let mut builder = ignore::WalkBuilder::new(first);
+        for root in rest {
+            builder.add(root);
+        }
+        builder.threads(threads.max(1)).build_parallel().run(|| {
+            Box::new(|entry| {
+                match entry {
+                    Ok(entry) => {
+                        let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                        if is_file
+                            && entry.path().extension().is_some_and(|e| e == "py")
+                            && selection.takes(entry.path())
+                        {
+                            found(clean(entry.path()));
+                        }
+                    }
+                    Err(err) => lock(&errors).push(walk_error(err, &roots)),
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    }
+    let mut visited = visited.into_inner().unwrap_or_else(|e| e.into_inner());
+    visited.sort_by(|a, b| a.0.cmp(&b.0));
+    visited.dedup_by(|a, b| a.0 == b.0);
+    (
+        visited,
+        errors.into_inner().unwrap_or_else(|e| e.into_inner()),
+    )
 }
 
-fn walk(root: &Path, selection: &Selection, files: &mut Vec<PathBuf>, errors: &mut Vec<FileError>) {
-    for entry in ignore::WalkBuilder::new(root).build() {
-        match entry {
-            Ok(entry) => {
-                let is_file = entry.file_type().is_some_and(|t| t.is_file());
-                if is_file
-                    && entry.path().extension().is_some_and(|e| e == "py")
-                    && selection.takes(entry.path())
-                {
-                    files.push(clean(entry.path()));
-                }
-            }
-            Err(err) => {
-                let path = match &err {
-                    ignore::Error::WithPath { path, .. } => path.clone(),
-                    _ => root.to_path_buf(),
-                };
-                errors.push(FileError::Read {
-                    path,
-                    source: std::io::Error::other(err.to_string()),
-                });
-            }
-        }
+/// A lock no panic elsewhere can make unusable: the data is only ever pushed to.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn walk_error(err: ignore::Error, roots: &[&PathBuf]) -> FileError {
+    let path = match &err {
+        ignore::Error::WithPath { path, .. } => path.clone(),
+        _ => roots.first().map_or_else(PathBuf::new, |r| r.to_path_buf()),
+    };
+    FileError::Read {
+        path,
+        source: std::io::Error::other(err.to_string()),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod vocabulary;
 pub mod wrap;
 pub mod write;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -111,7 +112,9 @@ pub struct NewFile {
 pub struct Options {
     /// Fence hooks that do no offload work too.
     pub all_hooks: bool,
-    /// Parse only files that can matter (see [`prefilter`]); off parses all.
+    /// Parse only files that can matter (see [`prefilter`]), and query only
+    /// the parts of a tree that can match (see [`matcher::analyze`]); off
+    /// parses every file and walks every tree whole.
     pub prefilter: bool,
     pub strategy: plan::Strategy,
     /// `--helper-module`: the wrap strategy's helper, as a dotted module name.
@@ -151,8 +154,10 @@ struct Loaded {
 /// found out.
 struct Pending {
     path: PathBuf,
-    /// It may pass `fullgraph=...` (see [`prefilter::Scan`]).
-    fullgraph: bool,
+    /// Where it may pass `fullgraph=...` (see [`prefilter::Scan`]): its
+    /// `fullgraph=True` arguments, found when it was first read. Used only
+    /// if the run finds hooks.
+    fullgraph: Option<Box<Result<Loaded, FileError>>>,
     /// The words in its class statements' base lists, when a cheap reading
     /// could bound them (see [`prefilter::class_base_words`]).
     class_bases: Option<Vec<String>>,
@@ -166,12 +171,47 @@ enum Outcome {
     Failed(FileError),
 }
 
-fn read_source(path: &Path) -> Result<Source, FileError> {
-    let raw = std::fs::read(path).map_err(|source| FileError::Read {
+thread_local! {
+    /// Each worker reads every file into the same buffer: the files the
+    /// prefilter drops cost no allocation and no copy.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads a whole file into `buffer` (grown as needed, never shrunk below what
+/// it holds) and returns its bytes.
+fn read_into<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> std::io::Result<&'b [u8]> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut filled = 0;
+    loop {
+        if filled == buffer.len() {
+            let more = buffer.len().max(64 * 1024);
+            buffer.resize(buffer.len() + more, 0);
+        }
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => return Ok(&buffer[..filled]),
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Parses a file's text; a syntax error is an error naming the file.
+fn parse_checked(path: &Path, text: &str) -> Result<tree_sitter::Tree, FileError> {
+    let tree = parse::parse(text).ok_or_else(|| FileError::Syntax {
         path: path.to_path_buf(),
-        source,
+        at: Position { line: 1, column: 1 },
+        what: "the parser gave up".to_owned(),
     })?;
-    Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))
+    match parse::first_error(&tree, text) {
+        Some((at, what)) => Err(FileError::Syntax {
+            path: path.to_path_buf(),
+            at,
+            what,
+        }),
+        None => Ok(tree),
+    }
 }
 
 /// Parses and matches one decoded file.
@@ -179,20 +219,10 @@ fn load(
     path: &Path,
     source: Source,
     vocabulary: &vocabulary::Vocabulary,
+    anchored: bool,
 ) -> Result<Loaded, FileError> {
-    let tree = parse::parse(&source.text).ok_or_else(|| FileError::Syntax {
-        path: path.to_path_buf(),
-        at: Position { line: 1, column: 1 },
-        what: "the parser gave up".to_owned(),
-    })?;
-    if let Some((at, what)) = parse::first_error(&tree, &source.text) {
-        return Err(FileError::Syntax {
-            path: path.to_path_buf(),
-            at,
-            what,
-        });
-    }
-    let facts = matcher::analyze(&tree, &source.text, vocabulary);
+    let tree = parse_checked(path, &source.text)?;
+    let facts = matcher::analyze(&tree, &source.text, vocabulary, anchored);
     let keep =
         !facts.candidates.is_empty() || !facts.unresolved.is_empty() || !facts.fullgraph.is_empty();
     Ok(Loaded {
@@ -202,28 +232,74 @@ fn load(
     })
 }
 
-/// Reads one file and parses it if `needles` (none: always) says it can matter.
+/// Parses a file the prefilter would not parse but for `fullgraph=`: nothing
+/// else in it can matter (a hook, or a class on the way to one, would have
+/// made it a candidate), so only the `fullgraph=True` arguments are looked
+/// for.
+fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
+    // The statements up to the last `fullgraph` are enough when they parse
+    // cleanly on their own (see `prefilter::fullgraph_prefix_end`).
+    let prefix = prefilter::fullgraph_prefix_end(&source.text)
+        .map(|end| &source.text[..end])
+        .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))
+        .filter(|(tree, _)| !tree.root_node().has_error());
+    let (tree, text) = match prefix {
+        Some(parsed) => parsed,
+        None => (parse_checked(path, &source.text)?, source.text.as_str()),
+    };
+    let fullgraph = matcher::fullgraph_arguments(&tree, text);
+    drop(tree);
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        source: (!fullgraph.is_empty()).then_some(source),
+        facts: FileFacts {
+            fullgraph,
+            ..FileFacts::default()
+        },
+    })
+}
+
+/// Reads one file and parses it if `needles` (none: always) says it can
+/// matter; `anchored` as in [`matcher::analyze`].
 fn visit(
-    path: &Path,
+    pending: Pending,
     needles: Option<&prefilter::Needles>,
     vocabulary: &vocabulary::Vocabulary,
+    anchored: bool,
 ) -> Outcome {
-    let source = match read_source(path) {
-        Ok(source) => source,
-        Err(err) => return Outcome::Failed(err),
-    };
-    if let Some(needles) = needles {
-        let scan = needles.scan(&source.text);
-        if !scan.needed {
-            return Outcome::NotYet(Pending {
-                path: path.to_path_buf(),
-                fullgraph: scan.fullgraph,
-                class_bases: prefilter::class_base_words(&source.text),
-            });
+    let path = pending.path;
+    let visited = READ_BUFFER.with_borrow_mut(|buffer| {
+        let raw = read_into(&path, buffer).map_err(|source| FileError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let view = Source::view(raw).map_err(|e| FileError::decode(path.clone(), e))?;
+        if let Some(needles) = needles {
+            let scan = needles.scan(&view.text);
+            if !scan.needed {
+                let class_bases = prefilter::class_base_words(&view.text);
+                // Parsed now, while the other files are read, rather than in
+                // a last pass of its own.
+                let fullgraph = pending.fullgraph.or_else(|| {
+                    scan.fullgraph
+                        .then(|| Box::new(fullgraph_only(&path, Source::from_view(raw, view))))
+                });
+                return Ok(Err(Pending {
+                    path: path.clone(),
+                    fullgraph,
+                    class_bases,
+                }));
+            }
         }
-    }
-    match load(path, source, vocabulary) {
-        Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
+        Ok(Ok(Source::from_view(raw, view)))
+    });
+    // Parsed with the buffer free again.
+    match visited {
+        Ok(Ok(source)) => match load(&path, source, vocabulary, anchored) {
+            Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
+            Err(err) => Outcome::Failed(err),
+        },
+        Ok(Err(pending)) => Outcome::NotYet(pending),
         Err(err) => Outcome::Failed(err),
     }
 }
@@ -376,36 +452,72 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 /// nothing. The result does not depend on `options.prefilter` nor on the
 /// number of threads.
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
-    // Compile the queries while the tree is walked.
-    let ((files, mut errors), ()) = rayon::join(
-        || discover::discover(paths, &options.selection),
-        || options.vocabulary.warm(),
-    );
-    let scanned = files.len();
-
-    // Rounds of the prefilter: candidate names first, then the names of
-    // classes found to derive from a protocol base, until none is new.
-    let mut loaded: Vec<Loaded> = Vec::new();
-    let mut pending: Vec<Pending> = files
-        .into_iter()
-        .map(|path| Pending {
-            path,
-            fullgraph: false,
-            class_bases: None,
-        })
-        .collect();
-    let mut searched = std::collections::BTreeSet::new();
-    let mut names = options.vocabulary.candidate_names.clone();
+    let vocabulary = &options.vocabulary;
     let progress = options.progress.as_ref();
-    if let Some(bar) = progress {
-        bar.set_length(pending.len() as u64);
+    let mut searched: BTreeSet<String> =
+        vocabulary.needles.iter().map(|n| n.name.clone()).collect();
+    let first_needles = options
+        .prefilter
+        .then(|| prefilter::Needles::new(vocabulary.needles.iter().cloned()));
+
+    // The first round: every file is read (and parsed if it names a hook)
+    // as the walk finds it, while the queries compile.
+    let ((visited, mut errors), ()) = rayon::join(
+        || {
+            discover::visit_all(
+                paths,
+                &options.selection,
+                rayon::current_num_threads(),
+                |path| {
+                    let pending = Pending {
+                        path: path.to_path_buf(),
+                        fullgraph: None,
+                        class_bases: None,
+                    };
+                    let outcome = visit(
+                        pending,
+                        first_needles.as_ref(),
+                        vocabulary,
+                        options.prefilter,
+                    );
+                    if let Some(bar) = progress {
+                        advance(bar);
+                    }
+                    outcome
+                },
+            )
+        },
+        || vocabulary.warm(),
+    );
+    let scanned = visited.len();
+    let mut loaded: Vec<Loaded> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut sort = |outcome, loaded: &mut Vec<Loaded>, pending: &mut Vec<Pending>| match outcome {
+        Outcome::Parsed(file) => loaded.push(*file),
+        Outcome::NotYet(p) => pending.push(p),
+        Outcome::Failed(err) => errors.push(err),
+    };
+    for (_, outcome) in visited {
+        sort(outcome, &mut loaded, &mut pending);
     }
-    let mut round = 0;
-    loop {
-        let needles = options.prefilter.then(|| prefilter::Needles::new(&names));
-        // After the first round a file is read again only when the cheap
-        // reading of its class statements could not bound their bases, or
-        // when one of those bases is a newly found hook class.
+
+    // Later rounds: the names of classes found to derive from a protocol
+    // base, until none is new.
+    while options.prefilter && !pending.is_empty() {
+        let names: BTreeSet<String> = prefilter::hook_class_names(
+            loaded.iter().flat_map(|l| l.facts.classes.iter()),
+            &vocabulary.protocol_bases,
+        )
+        .into_iter()
+        .filter(|n| !searched.contains(n))
+        .collect();
+        if names.is_empty() {
+            break;
+        }
+        let needles = prefilter::Needles::new(names.iter().map(prefilter::Needle::anywhere));
+        // A file is read again only when the cheap reading of its class
+        // statements could not bound their bases, or when one of those
+        // bases is a newly found hook class (then it is parsed outright).
         let (visit_now, keep): (Vec<Pending>, Vec<Pending>) =
             pending.into_iter().partition(|p| match &p.class_bases {
                 Some(bases) => bases.iter().any(|b| names.contains(b)),
@@ -414,57 +526,23 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         let outcomes: Vec<Outcome> = visit_now
             .into_par_iter()
             .map(|p| {
-                let needles = needles.as_ref().filter(|_| p.class_bases.is_none());
-                let outcome = visit(&p.path, needles, &options.vocabulary);
-                if round == 0
-                    && let Some(bar) = progress
-                {
-                    advance(bar);
-                }
-                outcome
+                let needles = Some(&needles).filter(|_| p.class_bases.is_none());
+                visit(p, needles, vocabulary, true)
             })
             .collect();
-        round += 1;
         pending = keep;
         for outcome in outcomes {
-            match outcome {
-                Outcome::Parsed(file) => loaded.push(*file),
-                Outcome::NotYet(p) => pending.push(p),
-                Outcome::Failed(err) => errors.push(err),
-            }
-        }
-        if !options.prefilter || pending.is_empty() {
-            break;
+            sort(outcome, &mut loaded, &mut pending);
         }
         searched.extend(names);
-        names = prefilter::hook_class_names(
-            loaded.iter().flat_map(|l| l.facts.classes.iter()),
-            &options.vocabulary.protocol_bases,
-        )
-        .into_iter()
-        .filter(|n| !searched.contains(n))
-        .collect();
-        if names.is_empty() {
-            break;
-        }
     }
-    let fullgraph_files: Vec<PathBuf> = pending
-        .into_iter()
-        .filter(|p| p.fullgraph)
-        .map(|p| p.path)
-        .collect();
-    // `fullgraph=True` only matters where there are hooks: only then are the
-    // files that may pass it parsed for the note.
+
+    // `fullgraph=True` only matters where there are hooks.
     if loaded.iter().any(|l| !l.facts.candidates.is_empty()) {
-        let outcomes: Vec<Outcome> = fullgraph_files
-            .par_iter()
-            .map(|path| visit(path, None, &options.vocabulary))
-            .collect();
-        for outcome in outcomes {
-            match outcome {
-                Outcome::Parsed(file) => loaded.push(*file),
-                Outcome::NotYet(_) => {}
-                Outcome::Failed(err) => errors.push(err),
+        for found in pending.into_iter().filter_map(|p| p.fullgraph) {
+            match *found {
+                Ok(file) => loaded.push(file),
+                Err(err) => errors.push(err),
             }
         }
     }
@@ -497,9 +575,14 @@ fn conclude(
     for file in &loaded {
         index.add(&file.facts.classes);
     }
-    let finished: Vec<Result<FileReport, FileError>> = loaded
-        .into_par_iter()
+    // Largest first, so a big file does not finish alone at the end.
+    let mut kept: Vec<(PathBuf, Source, FileFacts)> = loaded
+        .into_iter()
         .filter_map(|file| Some((file.path, file.source?, file.facts)))
+        .collect();
+    kept.sort_by_key(|(_, source, _)| std::cmp::Reverse(source.text.len()));
+    let finished: Vec<Result<FileReport, FileError>> = kept
+        .into_par_iter()
         .map(|(path, source, facts)| finish(path, source, facts, &index, options))
         .collect();
     let mut reports = Vec::new();
@@ -533,7 +616,7 @@ fn conclude(
 pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysis {
     let loaded = Source::decode(raw)
         .map_err(|e| FileError::decode(path.clone(), e))
-        .and_then(|source| load(&path, source, &options.vocabulary));
+        .and_then(|source| load(&path, source, &options.vocabulary, options.prefilter));
     match loaded {
         Ok(file) => conclude(vec![file], Vec::new(), 1, options),
         Err(err) => Analysis {

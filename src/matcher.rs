@@ -125,26 +125,40 @@ fn for_each_match<'t>(
     }
 }
 
-/// Runs a [`Combined`] query once over `node` and calls `each` with the
-/// index of the part each match belongs to and its captures, numbered as in
-/// that part's own query.
+/// Runs a [`Combined`] query over `node` and calls `each` with the index of
+/// the part each match belongs to and its captures, numbered as in that
+/// part's own query. With `ranges`, only matches that overlap one of them are
+/// looked for (each once, though it may overlap several): the cursor skips
+/// every subtree outside them instead of walking the whole tree.
 fn for_each_combined<'t>(
     combined: &Combined,
     node: Node<'t>,
     text: &str,
+    ranges: Option<&[std::ops::Range<usize>]>,
     mut each: impl FnMut(usize, &[tree_sitter::QueryCapture<'t>]),
 ) {
     let mut cursor = QueryCursor::new();
-    let mut matches = cursor.matches(&combined.query, node, text.as_bytes());
     let mut translated = Vec::new();
-    while let Some(m) = matches.next() {
-        let (part, remap) = combined.part(m.pattern_index);
-        translated.clear();
-        translated.extend(m.captures().iter().map(|c| tree_sitter::QueryCapture {
-            node: c.node,
-            index: remap[c.index as usize],
-        }));
-        each(part, &translated);
+    let mut seen: HashSet<(usize, Vec<usize>)> = HashSet::new();
+    let everything = 0..text.len();
+    for range in ranges.unwrap_or(std::slice::from_ref(&everything)) {
+        cursor.set_byte_range(range.clone());
+        let mut matches = cursor.matches(&combined.query, node, text.as_bytes());
+        while let Some(m) = matches.next() {
+            if ranges.is_some() {
+                let key = m.captures().iter().map(|c| c.node.id()).collect();
+                if !seen.insert((m.pattern_index, key)) {
+                    continue;
+                }
+            }
+            let (part, remap) = combined.part(m.pattern_index);
+            translated.clear();
+            translated.extend(m.captures().iter().map(|c| tree_sitter::QueryCapture {
+                node: c.node,
+                index: remap[c.index as usize],
+            }));
+            each(part, &translated);
+        }
     }
 }
 
@@ -565,11 +579,38 @@ fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every `fullgraph=True` argument in a file the prefilter kept only for the
+/// `fullgraph` keyword: the query runs on the places that name it, not on
+/// the whole tree.
+pub fn fullgraph_arguments(tree: &Tree, text: &str) -> Vec<Position> {
+    let keyword = crate::prefilter::fullgraph_keyword();
+    let query = &QUERIES.fullgraph;
+    let mut found = BTreeMap::new();
+    let mut cursor = QueryCursor::new();
+    for at in memchr::memmem::find_iter(text.as_bytes(), keyword) {
+        // Matches are the ones whose nodes overlap the range: an argument
+        // whose name is this occurrence.
+        cursor.set_byte_range(at..at + keyword.len());
+        let mut matches = cursor.matches(&query.compiled.query, tree.root_node(), text.as_bytes());
+        while let Some(m) = matches.next() {
+            if let Some(argument) = capture(m.captures(), query.argument) {
+                found
+                    .entry(argument.start_byte())
+                    .or_insert_with(|| position(argument, text));
+            }
+        }
+    }
+    found.into_values().collect()
+}
+
 /// Extracts every fact hookfence needs from a parsed file. Files with no
 /// protocol method and no register call stop after the class index and the
-/// `fullgraph=True` scan.
-pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
+/// `fullgraph=True` scan. With `anchored`, that first scan visits only the
+/// places that name what it looks for (see [`Vocabulary::anchor_ranges`])
+/// instead of the whole tree; the facts are the same.
+pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool) -> FileFacts {
     let root = tree.root_node();
+    let ranges = anchored.then(|| vocabulary.anchor_ranges(text));
 
     // One walk for what every parsed file needs.
     let mut class_facts = Vec::new();
@@ -587,16 +628,20 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
         &vocabulary.compiled().scan,
         root,
         text,
+        ranges.as_deref(),
         |part, captures| match part {
             0 => {
                 if let (Some(def), Some(name)) =
                     (capture(captures, qc.def), capture(captures, qc.name))
                 {
                     let name = node_text(name, text).to_owned();
-                    class_facts.push(ClassFact {
-                        name: name.clone(),
-                        bases: class_bases(def, text),
-                    });
+                    class_facts.push((
+                        def.start_byte(),
+                        ClassFact {
+                            name: name.clone(),
+                            bases: class_bases(def, text),
+                        },
+                    ));
                     classes.entry(name).or_default().push(def);
                 }
             }
@@ -622,6 +667,16 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
         },
     );
 
+    // In the order of the text, however the matches were found.
+    class_facts.sort_by_key(|(start, _)| *start);
+    let class_facts: Vec<ClassFact> = class_facts.into_iter().map(|(_, fact)| fact).collect();
+    for defs in classes.values_mut() {
+        defs.sort_by_key(|def| def.start_byte());
+    }
+    fullgraph.sort();
+    hook_methods.sort_by_key(|(_, def)| def.start_byte());
+    registrations.sort_by_key(|(call, _)| call.start_byte());
+
     let import_at = import_insertion_point(root, text);
     if hook_methods.is_empty() && registrations.is_empty() {
         return FileFacts {
@@ -640,28 +695,35 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary) -> FileFacts {
     let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
     let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
     let qf = &QUERIES.functions;
-    for_each_combined(&QUERIES.resolve, root, text, |part, captures| match part {
-        0 => import_matches.push(captures.to_vec()),
-        1 => fence_matches.push(captures.to_vec()),
-        _ => {
-            if let (Some(def), Some(name)) = (capture(captures, qf.def), capture(captures, qf.name))
-            {
-                functions
-                    .entry(node_text(name, text).to_owned())
-                    .or_default()
-                    .push(def);
-            } else if let (Some(name), Some(value)) = (
-                capture(captures, qf.assignment_name),
-                capture(captures, qf.assignment_value),
-            ) && let Some(assignment) = name.parent()
-            {
-                assignments
-                    .entry(node_text(name, text).to_owned())
-                    .or_default()
-                    .push((assignment, value));
+    for_each_combined(
+        &QUERIES.resolve,
+        root,
+        text,
+        None,
+        |part, captures| match part {
+            0 => import_matches.push(captures.to_vec()),
+            1 => fence_matches.push(captures.to_vec()),
+            _ => {
+                if let (Some(def), Some(name)) =
+                    (capture(captures, qf.def), capture(captures, qf.name))
+                {
+                    functions
+                        .entry(node_text(name, text).to_owned())
+                        .or_default()
+                        .push(def);
+                } else if let (Some(name), Some(value)) = (
+                    capture(captures, qf.assignment_name),
+                    capture(captures, qf.assignment_value),
+                ) && let Some(assignment) = name.parent()
+                {
+                    assignments
+                        .entry(node_text(name, text).to_owned())
+                        .or_default()
+                        .push((assignment, value));
+                }
             }
-        }
-    });
+        },
+    );
     let bindings = Bindings::collect(&import_matches, text);
     let mut fences = collect_fences(root, &fence_matches, text, &bindings, vocabulary);
 

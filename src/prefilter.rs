@@ -22,86 +22,190 @@ use crate::matcher::ClassFact;
 /// suppression matching nothing is reported.
 pub const SUPPRESSION_MARK: &str = "hookfence:";
 
+/// Where a needle name must stand to count: the shape the query that reads
+/// the name gives it. Anything a query could match passes its check, so the
+/// checks only drop files that cannot match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Context {
+    /// Anywhere at all: protocol bases and class names (followed through
+    /// base lists), the suppression mark.
+    Anywhere,
+    /// As the name of a `def` (`queries/hook_methods.scm` matches method
+    /// definitions): after the word `def` and blanks.
+    Defined,
+    /// As the callee of a call (`queries/registrations.scm` matches calls):
+    /// a whole word followed, past blanks and comments, by `(`.
+    Called,
+}
+
+/// A name to search for, and where it must stand.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Needle {
+    pub name: String,
+    pub context: Context,
+}
+
+impl Needle {
+    pub fn anywhere(name: impl Into<String>) -> Needle {
+        Needle {
+            name: name.into(),
+            context: Context::Anywhere,
+        }
+    }
+}
+
 /// Names whose presence makes a file worth parsing.
 pub struct Needles {
     automaton: Option<AhoCorasick>,
     /// The SIMD ("Teddy") searcher for the same patterns, where the CPU has it.
     packed: Option<aho_corasick::packed::Searcher>,
-    /// Patterns from this index on are the `fullgraph` keyword, not names.
-    names: usize,
+    /// Every pattern, in automaton order: the names (each with every context
+    /// it counts in), then the `fullgraph` keyword.
+    patterns: Vec<(Vec<u8>, Vec<Context>)>,
 }
 
 /// What one pass over a file's text found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scan {
-    /// A needle name: the file must be parsed.
+    /// A needle name where its query could match it: the file must be parsed.
     pub needed: bool,
-    /// A `fullgraph=` keyword argument may be there (see [`fullgraph_at`]).
+    /// A `fullgraph=True` keyword argument may be there (see [`fullgraph_at`]).
     pub fullgraph: bool,
 }
 
 impl Needles {
-    /// Needles for `names`, plus (in the same automaton, so one pass over
+    /// Needles for `needles`, plus (in the same automaton, so one pass over
     /// the text answers both) the `fullgraph` keyword.
-    pub fn new<I, S>(names: I) -> Needles
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<[u8]>,
-    {
-        let mut patterns: Vec<Vec<u8>> = names.into_iter().map(|n| n.as_ref().to_vec()).collect();
-        let names = patterns.len();
-        patterns.push(fullgraph_keyword().as_bytes().to_vec());
-        let automaton = (names > 0).then(|| {
+    pub fn new<I: IntoIterator<Item = Needle>>(needles: I) -> Needles {
+        let mut by_name: std::collections::BTreeMap<Vec<u8>, Vec<Context>> = Default::default();
+        for needle in needles {
+            let contexts = by_name.entry(needle.name.into_bytes()).or_default();
+            if !contexts.contains(&needle.context) {
+                contexts.push(needle.context);
+            }
+        }
+        let any = !by_name.is_empty();
+        let mut patterns: Vec<(Vec<u8>, Vec<Context>)> = by_name.into_iter().collect();
+        patterns.push((fullgraph_keyword().as_bytes().to_vec(), Vec::new()));
+        let literals: Vec<&[u8]> = patterns.iter().map(|(p, _)| p.as_slice()).collect();
+        let automaton = any.then(|| {
             // Leftmost-first lets aho-corasick use its SIMD "Teddy" searcher;
-            // which needle wins an overlap does not matter here.
+            // every pattern starting where a match starts is checked below,
+            // so which one the searcher reports does not matter.
             AhoCorasick::builder()
                 .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-                .build(&patterns)
+                .build(&literals)
                 .expect("plain literal needles always build")
         });
-        let packed = (names > 0)
+        let packed = any
             .then(|| {
                 let mut builder = aho_corasick::packed::Config::new()
                     .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
                     .builder();
-                builder.extend(&patterns);
+                builder.extend(&literals);
                 builder.build()
             })
             .flatten();
         Needles {
             automaton,
             packed,
-            names,
+            patterns,
         }
     }
 
-    /// One pass over `text`: stops at the first needle name.
+    /// The first place at or after `from` where some pattern starts.
+    fn next_start(&self, bytes: &[u8], from: usize) -> Option<usize> {
+        let span = aho_corasick::Span {
+            start: from,
+            end: bytes.len(),
+        };
+        match (&self.packed, &self.automaton) {
+            (Some(packed), _) => packed.find_in(bytes, span).map(|m| m.start()),
+            (None, Some(automaton)) => automaton
+                .find(aho_corasick::Input::new(bytes).span(span))
+                .map(|m| m.start()),
+            (None, None) => None,
+        }
+    }
+
+    /// One pass over `text`: stops at the first needle name standing where
+    /// its query could match it.
     pub fn scan(&self, text: &str) -> Scan {
         let mut scan = Scan {
             needed: false,
             fullgraph: false,
         };
-        let Some(automaton) = &self.automaton else {
-            return scan;
-        };
-        let found: Box<dyn Iterator<Item = aho_corasick::Match>> = match &self.packed {
-            Some(packed) => Box::new(packed.find_iter(text.as_bytes())),
-            None => Box::new(automaton.find_iter(text.as_bytes())),
-        };
-        for found in found {
-            if found.pattern().as_usize() < self.names {
-                scan.needed = true;
-                return scan;
+        let bytes = text.as_bytes();
+        let fullgraph = self.patterns.len() - 1;
+        let mut from = 0;
+        // Every start of every pattern is visited: the searcher reports the
+        // leftmost start, every pattern beginning there is checked, and the
+        // search goes on one byte later (a rejected name must not hide an
+        // overlapping one).
+        while let Some(start) = self.next_start(bytes, from) {
+            for (index, (pattern, contexts)) in self.patterns.iter().enumerate() {
+                if !bytes[start..].starts_with(pattern) {
+                    continue;
+                }
+                if index == fullgraph {
+                    scan.fullgraph |= fullgraph_at(text, start);
+                } else if contexts
+                    .iter()
+                    .any(|&c| stands_in(bytes, start, start + pattern.len(), c))
+                {
+                    scan.needed = true;
+                    return scan;
+                }
             }
-            if !scan.fullgraph && fullgraph_at(text, found.start()) {
-                scan.fullgraph = true;
-            }
+            from = start + 1;
         }
         scan
     }
 }
 
-fn fullgraph_keyword() -> &'static str {
+/// An ASCII identifier byte. Anything else (including every byte of a
+/// non-ASCII character) may end or separate a name for these checks: when in
+/// doubt a name counts.
+fn is_ascii_word(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric()
+}
+
+/// What tree-sitter may skip between two tokens on one logical line: blanks,
+/// line continuations, and the bytes of non-ASCII characters (its grammar
+/// allows some Unicode spaces).
+fn is_gap(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\x0c' | b'\r' | b'\n' | b'\\') || b >= 0x80
+}
+
+/// Whether `start..end` of `bytes` is not part of a longer ASCII name.
+pub fn is_whole_word(bytes: &[u8], start: usize, end: usize) -> bool {
+    (start == 0 || !is_ascii_word(bytes[start - 1]))
+        && bytes.get(end).is_none_or(|&b| !is_ascii_word(b))
+}
+
+/// Whether the name at `start..end` could be what a query with `context`
+/// matches.
+fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
+    let whole_word = is_whole_word(bytes, start, end);
+    match context {
+        Context::Anywhere => true,
+        Context::Defined => {
+            let mut i = start;
+            while i > 0 && is_gap(bytes[i - 1]) {
+                i -= 1;
+            }
+            whole_word
+                && i < start
+                && bytes[..i].ends_with(b"def")
+                && (i == 3 || !is_ascii_word(bytes[i - 4]))
+        }
+        // A comment can sit between the name and `(` inside brackets.
+        Context::Called => whole_word && bytes.get(skip_blanks(bytes, end)) == Some(&b'('),
+    }
+}
+
+/// The keyword `queries/fullgraph.scm` names (`fullgraph`).
+pub fn fullgraph_keyword() -> &'static str {
     static KEYWORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         crate::vocabulary::predicate_strings(crate::queries::FULLGRAPH_SCM)
             .into_iter()
@@ -111,16 +215,55 @@ fn fullgraph_keyword() -> &'static str {
     KEYWORD.as_str()
 }
 
-/// Whether the `fullgraph` keyword at `at` reads as a keyword argument: a
-/// whole word, then `=` (not `==`). Names that merely end in it, like
-/// transformers' `_can_compile_fullgraph`, do not count.
+/// Whether the `fullgraph` keyword at `at` reads as `fullgraph=True`, as
+/// `queries/fullgraph.scm` matches it: a whole word, `=` (not `==`), then
+/// `True` (blanks and comments may sit between). Names that merely end in it,
+/// like transformers' `_can_compile_fullgraph`, and other values do not count.
 fn fullgraph_at(text: &str, at: usize) -> bool {
-    let keyword = fullgraph_keyword();
     let bytes = text.as_bytes();
-    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric();
-    let before_ok = at == 0 || !is_word(bytes[at - 1]);
-    let rest = text[at + keyword.len()..].trim_start_matches([' ', '\t', '\\', '\r', '\n']);
-    before_ok && rest.starts_with('=') && !rest.starts_with("==")
+    if at > 0 && is_ascii_word(bytes[at - 1]) {
+        return false;
+    }
+    let i = skip_blanks(bytes, at + fullgraph_keyword().len());
+    if bytes.get(i) != Some(&b'=') || bytes.get(i + 1) == Some(&b'=') {
+        return false;
+    }
+    let i = skip_blanks(bytes, i + 1);
+    bytes[i..].starts_with(b"True") && bytes.get(i + 4).is_none_or(|&b| !is_ascii_word(b))
+}
+
+/// The first byte at or after `i` that is not blank, a line continuation or
+/// part of a comment (all of which can sit between two tokens in brackets).
+fn skip_blanks(bytes: &[u8], mut i: usize) -> usize {
+    loop {
+        match bytes.get(i) {
+            Some(&b) if is_gap(b) => i += 1,
+            Some(b'#') => i = memchr::memchr(b'\n', &bytes[i..]).map_or(bytes.len(), |n| i + n),
+            _ => return i,
+        }
+    }
+}
+
+/// Where to stop parsing a file read only for its `fullgraph=True`
+/// arguments: the start of the first line after the last `fullgraph` that
+/// begins at column 0 with a name or a decorator, as a top-level statement
+/// does. `None` if there is no such line (or no `fullgraph`).
+///
+/// Only a guess, checked by the parser: if the text before it does not parse
+/// cleanly (the line was inside brackets or a string after all), the whole
+/// file is parsed instead. If it does, it is a run of whole statements, and
+/// every `fullgraph=True` in it parses as in the whole file.
+pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let last = memchr::memmem::rfind(bytes, fullgraph_keyword().as_bytes())?;
+    let mut line = last + memchr::memchr(b'\n', &bytes[last..])? + 1;
+    while line < bytes.len() {
+        if matches!(bytes[line], b'@' | b'_') || bytes[line].is_ascii_alphabetic() {
+            return Some(line);
+        }
+        line += memchr::memchr(b'\n', &bytes[line..])? + 1;
+    }
+    None
 }
 
 /// Every word in the base lists of `text`'s class statements, read without
@@ -132,7 +275,9 @@ fn fullgraph_at(text: &str, at: usize) -> bool {
 /// base list, type parameters (`class A[T](B)`), an unbalanced or very long
 /// list, a name not on the `class` line — gives `None`, and the file is read
 /// again and searched in full in later rounds. Text that only looks like a
-/// class statement (inside a string) adds words, which costs a parse at most.
+/// class statement (inside a string) adds words, which costs a parse at most;
+/// text that cannot be one in valid Python (`class` then two words) is
+/// skipped. (A file that is not valid Python adds no class when parsed.)
 pub fn class_base_words(text: &str) -> Option<Vec<String>> {
     const LONGEST_BASE_LIST: usize = 4096;
     let bytes = text.as_bytes();
@@ -162,7 +307,13 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
             i += 1;
         }
         if i == name_start {
-            return None;
+            // In valid Python `class` is followed by a name: this is prose
+            // (a docstring's "the class (see below)"), unless it continues
+            // on the next line.
+            match bytes.get(i) {
+                Some(b'\\') | None => return None,
+                _ => continue,
+            }
         }
         while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\x0c')) {
             i += 1;
@@ -170,6 +321,9 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
         match bytes.get(i) {
             Some(b':') => continue,
             Some(b'(') => {}
+            // After the name only `(`, `:` or `[` can follow; another word
+            // ("class implements both ...") is prose.
+            Some(&b) if is_word(b) => continue,
             _ => return None,
         }
         let mut depth = 0usize;
@@ -236,22 +390,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn candidate_names_come_from_the_queries() {
-        let names = crate::vocabulary::Vocabulary::default().candidate_names;
-        for expected in [
-            "pre_forward",
-            "post_forward",
+    fn needles_come_from_the_queries_with_their_shape() {
+        let needles = crate::vocabulary::Vocabulary::default().needles;
+        let has = |name: &str, context| {
+            needles.contains(&Needle {
+                name: name.into(),
+                context,
+            })
+        };
+        for name in ["pre_forward", "post_forward"] {
+            assert!(
+                has(name, Context::Defined),
+                "{name} missing from {needles:?}"
+            );
+        }
+        for name in [
             "register_forward_pre_hook",
             "register_forward_hook",
             "register_module_forward_pre_hook",
             "register_module_forward_hook",
-            "ModelHook",
         ] {
             assert!(
-                names.contains(expected),
-                "{expected} missing from {names:?}"
+                has(name, Context::Called),
+                "{name} missing from {needles:?}"
             );
         }
+        assert!(has("ModelHook", Context::Anywhere));
+        assert!(has(SUPPRESSION_MARK, Context::Anywhere));
     }
 
     #[test]
@@ -275,17 +440,34 @@ mod tests {
 
     #[test]
     fn fullgraph_mentions_are_whole_keyword_arguments() {
-        let mentions = |text: &str| Needles::new(["pre_forward"]).scan(text).fullgraph;
+        let mentions = |text: &str| Needles::new([defined("pre_forward")]).scan(text).fullgraph;
         assert!(mentions("torch.compile(m, fullgraph=True)"));
         assert!(mentions("compile(m,\n    fullgraph = True)"));
+        assert!(mentions("compile(m, fullgraph=  # always\n    True)"));
+        assert!(!mentions("torch.compile(m, fullgraph=False)"));
+        assert!(!mentions("torch.compile(m, fullgraph=flag)"));
+        assert!(!mentions("torch.compile(m, fullgraph=Trueish)"));
         assert!(!mentions("_can_compile_fullgraph = True"));
         assert!(!mentions("if fullgraph == True:"));
         assert!(!mentions("no mention here"));
     }
 
     #[test]
+    fn a_fullgraph_file_is_cut_after_the_statement_that_names_it() {
+        let text = "import torch\nm = torch.compile(\n    m,\n    fullgraph=True,\n)\n\n# done\n    x\nprint(m)\ny = 1\n";
+        assert_eq!(fullgraph_prefix_end(text), text.find("print"));
+        assert_eq!(fullgraph_prefix_end("f(fullgraph=True)\n"), None);
+        assert_eq!(fullgraph_prefix_end("f(fullgraph=True)"), None);
+        assert_eq!(fullgraph_prefix_end("x = 1\n"), None);
+        assert_eq!(
+            fullgraph_prefix_end("f(fullgraph=True)\n@dec\ndef g(): pass\n"),
+            Some(18)
+        );
+    }
+
+    #[test]
     fn one_scan_answers_names_and_fullgraph() {
-        let needles = Needles::new(["pre_forward"]);
+        let needles = Needles::new([defined("pre_forward")]);
         let scan = needles.scan("m = torch.compile(m, fullgraph=True)\n");
         assert_eq!(
             scan,
@@ -321,6 +503,14 @@ mod tests {
         assert_eq!(words("class A[T](B):\n"), None);
         assert_eq!(words("class \\\n    A(B):\n"), None);
         assert_eq!(words("class A(B\n"), None);
+        assert_eq!(words("class A\n"), None);
+        // Prose that cannot be a class statement is skipped.
+        assert_eq!(
+            words(
+                "    \"\"\"\n    class implements both a save and\n    class (see below)\n\"\"\"\nclass A(B): pass\n"
+            ),
+            Some("B".into())
+        );
         // Not class statements.
         assert_eq!(
             words("x = 1  # class A(B)\nprint('class', 1)\n"),
@@ -328,11 +518,82 @@ mod tests {
         );
     }
 
+    fn defined(name: &str) -> Needle {
+        Needle {
+            name: name.into(),
+            context: Context::Defined,
+        }
+    }
+
+    fn called(name: &str) -> Needle {
+        Needle {
+            name: name.into(),
+            context: Context::Called,
+        }
+    }
+
     #[test]
-    fn needles_match_substrings() {
-        let needles = Needles::new(["pre_forward"]);
-        assert!(needles.scan("def pre_forward(self): pass").needed);
-        assert!(!needles.scan("def forward(self): pass").needed);
-        assert!(!Needles::new(Vec::<String>::new()).scan("anything").needed);
+    fn names_anywhere_match_as_substrings() {
+        let needles = Needles::new([Needle::anywhere("ModelHook")]);
+        assert!(needles.scan("from hooks import ModelHook").needed);
+        assert!(needles.scan("x = MyModelHooks").needed);
+        assert!(!needles.scan("class A(Hook): pass").needed);
+        assert!(!Needles::new(Vec::<Needle>::new()).scan("anything").needed);
+    }
+
+    #[test]
+    fn hook_method_names_count_only_where_a_def_names_them() {
+        let needed = |text: &str| Needles::new([defined("pre_forward")]).scan(text).needed;
+        assert!(needed("    def pre_forward(self, module):"));
+        assert!(needed("    async def pre_forward(self):"));
+        assert!(needed("def\\\n    pre_forward(self): pass"));
+        assert!(needed("def pre_forward"));
+        assert!(!needed("module._hf_hook.pre_forward(module)"));
+        assert!(!needed("# call pre_forward first"));
+        assert!(!needed("def pre_forward_hook(self): pass"));
+        assert!(!needed("undef pre_forward"));
+        assert!(!needed("def forward(self): pass"));
+    }
+
+    #[test]
+    fn registrar_names_count_only_where_they_are_called() {
+        let needed = |text: &str| {
+            Needles::new([called("register_forward_hook")])
+                .scan(text)
+                .needed
+        };
+        assert!(needed("m.register_forward_hook(hook)"));
+        assert!(needed("register_forward_hook (hook)"));
+        assert!(needed("(m.register_forward_hook  # why\n    (hook))"));
+        assert!(needed("m.register_forward_hook\\\n(hook)"));
+        assert!(!needed("see `register_forward_hook` in the docs"));
+        assert!(!needed("f = m.register_forward_hook\n"));
+        assert!(!needed("m.register_forward_hooks(hook)"));
+        assert!(!needed("m.my_register_forward_hook(hook)"));
+    }
+
+    #[test]
+    fn a_rejected_name_does_not_hide_one_starting_inside_it() {
+        // "pre_forward" (not defined here) overlaps "forward_x(" (called).
+        let needles = Needles::new([defined("pre_forward"), called("forward_x")]);
+        assert!(!needles.scan("a = xpre_forward_x(1)").needed);
+        assert!(needles.scan("a = pre_forward + forward_x(1)").needed);
+        let needles = Needles::new([defined("m.pre"), called("pre_forward")]);
+        assert!(needles.scan("m.pre_forward(1)").needed);
+        // Two names starting at one place: whichever the searcher reports,
+        // both are checked.
+        let needles = Needles::new([called("hook"), defined("hook_x")]);
+        assert!(needles.scan("def hook_x(): pass").needed);
+        assert!(needles.scan("hook(1)").needed);
+        let needles = Needles::new([Needle::anywhere("x"), defined("x")]);
+        assert!(needles.scan("y = x").needed);
+    }
+
+    #[test]
+    fn a_name_in_two_shapes_counts_in_either() {
+        let needles = Needles::new([defined("attach"), called("attach")]);
+        assert!(needles.scan("def attach(self): pass").needed);
+        assert!(needles.scan("m.attach(h)").needed);
+        assert!(!needles.scan("m.attach = h").needed);
     }
 }

@@ -72,28 +72,36 @@ static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[ \t\x0C]*#.*?coding[:=][ \t]*([-\w.]+)").expect("cookie regex is valid")
 });
 
+/// A file's bytes read as text, borrowing them where they are UTF-8: what
+/// the prefilter reads, with no copy of files it then drops.
+#[derive(Debug)]
+pub struct View<'a> {
+    pub bom: bool,
+    pub encoding: Encoding,
+    /// The text to parse: decoded, without the BOM.
+    pub text: Cow<'a, str>,
+}
+
 impl Source {
-    pub fn decode(raw: Vec<u8>) -> Result<Source, DecodeError> {
+    /// Reads bytes as text under the policy above (every check of
+    /// [`Source::decode`], without taking a copy).
+    pub fn view(raw: &[u8]) -> Result<View<'_>, DecodeError> {
         let bom = raw.starts_with(UTF8_BOM);
-        let body = if bom {
-            &raw[UTF8_BOM.len()..]
-        } else {
-            &raw[..]
-        };
+        let body = if bom { &raw[UTF8_BOM.len()..] } else { raw };
         let encoding = if bom {
             Encoding::Utf8
         } else {
             detect_cookie(body)?
         };
-        let text = match encoding {
+        let text: Cow<'_, str> = match encoding {
             Encoding::Utf8 => match std::str::from_utf8(body) {
-                Ok(text) => text.to_owned(),
+                Ok(text) => Cow::Borrowed(text),
                 Err(err) => {
                     let (line, column) = byte_position(body, err.valid_up_to());
                     return Err(DecodeError::InvalidUtf8 { line, column });
                 }
             },
-            Encoding::Latin1 => body.iter().map(|&b| b as char).collect(),
+            Encoding::Latin1 => Cow::Owned(body.iter().map(|&b| b as char).collect()),
             Encoding::Other(enc) => {
                 let (text, _, had_errors) = enc.decode(body);
                 let text = text.into_owned();
@@ -102,19 +110,43 @@ impl Source {
                         encoding: enc.name(),
                     });
                 }
-                text
+                Cow::Owned(text)
             }
         };
         if let Some(at) = memchr::memchr(0, text.as_bytes()) {
             let (line, column) = text_position(&text, at);
             return Err(DecodeError::NulByte { line, column });
         }
+        Ok(View {
+            bom,
+            encoding,
+            text,
+        })
+    }
+
+    pub fn decode(raw: Vec<u8>) -> Result<Source, DecodeError> {
+        let View {
+            bom,
+            encoding,
+            text,
+        } = Source::view(&raw)?;
+        let text = text.into_owned();
         Ok(Source {
             raw,
             bom,
             encoding,
             text,
         })
+    }
+
+    /// The file `view` reads `raw` as, owning its bytes and text.
+    pub fn from_view(raw: &[u8], view: View<'_>) -> Source {
+        Source {
+            raw: raw.to_vec(),
+            bom: view.bom,
+            encoding: view.encoding,
+            text: view.text.into_owned(),
+        }
     }
 
     /// The bytes to write for `text` (which must come from this file's text

@@ -7,6 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::config;
+use crate::prefilter::{Context, Needle};
 use crate::queries::{self, Combined, Compiled, HookMethods, Registrations};
 
 /// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
@@ -29,8 +30,9 @@ pub struct Vocabulary {
     pub fence_spellings: Vec<String>,
     /// What the decorate strategy inserts after `@`.
     pub decorator: String,
-    /// Literal names whose presence makes a file worth parsing.
-    pub candidate_names: BTreeSet<String>,
+    /// The names whose presence (where their query could match them) makes
+    /// a file worth parsing.
+    pub needles: BTreeSet<Needle>,
 }
 
 /// The queries a vocabulary compiles to.
@@ -40,6 +42,9 @@ pub struct CompiledVocabulary {
     pub scan: Combined,
     pub hook_methods: HookMethods,
     pub registrations: Registrations,
+    /// Every literal a match of `scan` must contain (see
+    /// [`Vocabulary::anchor_ranges`]).
+    anchors: aho_corasick::AhoCorasick,
 }
 
 /// Adds `extra` strings to the `#any-of?` predicate on `@capture` in `scm`.
@@ -105,12 +110,16 @@ impl Vocabulary {
             .map_or(decorator.as_str(), |(c, _)| c);
         fence_spellings.push(inserted.to_owned());
 
-        let mut candidate_names: BTreeSet<String> = predicate_strings(&hook_methods_scm)
-            .into_iter()
-            .chain(predicate_strings(&registrations_scm))
+        let in_context = |scm: &str, context| {
+            predicate_strings(scm)
+                .into_iter()
+                .map(move |name| Needle { name, context })
+        };
+        let needles: BTreeSet<Needle> = in_context(&hook_methods_scm, Context::Defined)
+            .chain(in_context(&registrations_scm, Context::Called))
+            .chain(protocol_bases.iter().map(Needle::anywhere))
+            .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
             .collect();
-        candidate_names.extend(protocol_bases.iter().cloned());
-        candidate_names.insert(crate::prefilter::SUPPRESSION_MARK.to_owned());
 
         Vocabulary {
             hook_methods_scm,
@@ -120,7 +129,7 @@ impl Vocabulary {
             protocol_bases,
             fence_spellings,
             decorator,
-            candidate_names,
+            needles,
         }
     }
 
@@ -135,10 +144,20 @@ impl Vocabulary {
                 &hook_methods,
                 &registrations,
             ]);
+            // A class statement starts with the keyword `class`; the other
+            // parts match names their predicates spell out.
+            let anchors: Vec<String> = ["class".to_owned()]
+                .into_iter()
+                .chain(predicate_strings(queries::FULLGRAPH_SCM))
+                .chain(predicate_strings(&self.hook_methods_scm))
+                .chain(predicate_strings(&self.registrations_scm))
+                .collect();
             CompiledVocabulary {
                 scan,
                 hook_methods: HookMethods::new(hook_methods),
                 registrations: Registrations::new(registrations),
+                anchors: aho_corasick::AhoCorasick::new(&anchors)
+                    .expect("plain literal anchors always build"),
             }
         })
     }
@@ -147,6 +166,32 @@ impl Vocabulary {
     /// ones), so that it can be done while the tree is walked.
     pub fn warm(&self) {
         self.compiled();
+    }
+
+    /// The places in `text` a match of the `scan` query must overlap: every
+    /// occurrence of `class` and of the names its predicates spell out,
+    /// overlapping ones merged. Every such match holds one of them (a class
+    /// statement its keyword, the others a name their predicate fixes), so
+    /// looking only there finds exactly what a walk of the whole tree finds.
+    pub fn anchor_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
+        let mut ranges: Vec<std::ops::Range<usize>> = self
+            .compiled()
+            .anchors
+            .find_overlapping_iter(text)
+            .map(|m| m.range())
+            // Keywords and names are whole words (`classmethod` is no class
+            // statement); a non-ASCII neighbour is given the benefit of the doubt.
+            .filter(|r| crate::prefilter::is_whole_word(text.as_bytes(), r.start, r.end))
+            .collect();
+        ranges.sort_by_key(|r| r.start);
+        let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            match merged.last_mut() {
+                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+                _ => merged.push(range),
+            }
+        }
+        merged
     }
 
     pub fn is_protocol_base(&self, name: &str) -> bool {
@@ -182,7 +227,7 @@ mod tests {
             "OffloadProtocol",
             "ModelHook",
         ] {
-            assert!(vocabulary.candidate_names.contains(name), "{name}");
+            assert!(vocabulary.needles.iter().any(|n| n.name == name), "{name}");
         }
         assert_eq!(vocabulary.registrar_positions.get("add_hook"), Some(&1));
         assert_eq!(vocabulary.registrar_positions.get("attach"), None);

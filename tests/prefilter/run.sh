@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Soundness of the prefilter (issue 5): over the pinned corpus, the run that
-# parses only the files that can matter must plan exactly what the run that
-# parses every file plans: the same hook sites, statuses, reasons and edits,
-# byte for byte. Checked for the default vocabulary and --all-hooks, and with
+# parses only the files that can matter (and queries only the parts of a tree
+# that can match) must plan exactly what the run that parses every file and
+# walks every tree whole plans: the same hook sites, statuses, reasons and
+# edits, byte for byte, and the same diff, notes (`fullgraph=True` included)
+# and summary. Checked for the default vocabulary and --all-hooks, and with
 # 1 and 2 threads (output must not depend on the thread count).
 #
 # Usage: tests/prefilter/run.sh CORPUS_TREE   (built by ../shared/bench/make-corpus.sh)
@@ -43,6 +45,16 @@ for flags in "" "--all-hooks"; do
   "$bin" -q --format json --no-prefilter $flags "$tree" > "$out/full-$name.json" || [ $? -eq 0 ]
   check "prefilter == full parse ($name)" "$out/pre-$name.json" "$out/full-$name.json"
 done
+"$bin" "$tree" > "$out/pre.diff" 2> "$out/pre.notes"
+"$bin" --no-prefilter "$tree" > "$out/full.diff" 2> "$out/full.notes"
+if cmp -s "$out/pre.diff" "$out/full.diff" && cmp -s "$out/pre.notes" "$out/full.notes"; then
+  echo "ok: prefilter == full parse (diff, $(grep -c 'fullgraph=True' "$out/pre.notes") fullgraph notes, $(wc -l < "$out/pre.notes") note and summary lines)"
+  passed=$((passed + 1))
+else
+  echo "FAILED: prefilter and full parse print different diffs or notes"
+  diff "$out/pre.notes" "$out/full.notes" | head -20 || true
+  failed=$((failed + 1))
+fi
 "$bin" -q -j 1 "$tree" > "$out/j1.diff"
 "$bin" -q -j 2 "$tree" > "$out/j2.diff"
 if cmp -s "$out/j1.diff" "$out/j2.diff"; then
