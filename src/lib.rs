@@ -514,7 +514,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         if names.is_empty() {
             break;
         }
-        let needles = prefilter::Needles::new(names.iter().map(prefilter::Needle::anywhere));
+        let needles = prefilter::Needles::new(names.iter().map(prefilter::Needle::word));
         // A file is read again only when the cheap reading of its class
         // statements could not bound their bases, or when one of those
         // bases is a newly found hook class (then it is parsed outright).

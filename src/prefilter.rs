@@ -27,9 +27,12 @@ pub const SUPPRESSION_MARK: &str = "hookfence:";
 /// checks only drop files that cannot match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Context {
-    /// Anywhere at all: protocol bases and class names (followed through
-    /// base lists), the suppression mark.
+    /// Anywhere at all: the suppression mark.
     Anywhere,
+    /// As a whole word: protocol bases and the class names followed through
+    /// base lists (the class index compares a base's last dotted segment
+    /// with them, so `ModelHooks` is not `ModelHook`).
+    Word,
     /// As the name of a `def` (`queries/hook_methods.scm` matches method
     /// definitions): after the word `def` and blanks.
     Defined,
@@ -50,6 +53,13 @@ impl Needle {
         Needle {
             name: name.into(),
             context: Context::Anywhere,
+        }
+    }
+
+    pub fn word(name: impl Into<String>) -> Needle {
+        Needle {
+            name: name.into(),
+            context: Context::Word,
         }
     }
 }
@@ -189,6 +199,7 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
     let whole_word = is_whole_word(bytes, start, end);
     match context {
         Context::Anywhere => true,
+        Context::Word => whole_word,
         Context::Defined => {
             let mut i = start;
             while i > 0 && is_gap(bytes[i - 1]) {
@@ -415,7 +426,7 @@ mod tests {
                 "{name} missing from {needles:?}"
             );
         }
-        assert!(has("ModelHook", Context::Anywhere));
+        assert!(has("ModelHook", Context::Word));
         assert!(has(SUPPRESSION_MARK, Context::Anywhere));
     }
 
@@ -539,6 +550,15 @@ mod tests {
         assert!(needles.scan("x = MyModelHooks").needed);
         assert!(!needles.scan("class A(Hook): pass").needed);
         assert!(!Needles::new(Vec::<Needle>::new()).scan("anything").needed);
+    }
+
+    #[test]
+    fn class_names_count_as_whole_words() {
+        let needles = Needles::new([Needle::word("ModelHook")]);
+        assert!(needles.scan("class H(hooks.ModelHook):").needed);
+        assert!(needles.scan("from hooks import ModelHook\n").needed);
+        assert!(!needles.scan("class LightningModule(ModelHooks):").needed);
+        assert!(!needles.scan("class A(MyModelHook):").needed);
     }
 
     #[test]

@@ -117,7 +117,7 @@ impl Vocabulary {
         };
         let needles: BTreeSet<Needle> = in_context(&hook_methods_scm, Context::Defined)
             .chain(in_context(&registrations_scm, Context::Called))
-            .chain(protocol_bases.iter().map(Needle::anywhere))
+            .chain(protocol_bases.iter().map(Needle::word))
             .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
             .collect();
 
