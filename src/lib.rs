@@ -146,8 +146,22 @@ impl Default for Options {
 /// A parsed file. The source is kept only where there is something to plan.
 struct Loaded {
     path: PathBuf,
-    source: Option<Source>,
-    facts: FileFacts,
+    /// Its classes, for the class index.
+    classes: Vec<matcher::ClassFact>,
+    /// Whether it has hook candidates (then `fullgraph=True` matters).
+    has_candidates: bool,
+    work: Work,
+}
+
+/// What is left to do for a parsed file.
+enum Work {
+    /// Nothing in it to report.
+    Nothing,
+    /// Its hooks are decided once every file's classes are known.
+    Waiting(Box<(Source, FileFacts)>),
+    /// Decided and planned while the other files were read: none of its
+    /// hooks is a protocol method, so no other file can change the answer.
+    Done(Box<Result<FileReport, FileError>>),
 }
 
 /// A file the prefilter has not parsed (yet), with what one reading of it
@@ -218,17 +232,39 @@ fn parse_checked(path: &Path, text: &str) -> Result<tree_sitter::Tree, FileError
 fn load(
     path: &Path,
     source: Source,
-    vocabulary: &vocabulary::Vocabulary,
+    options: &Options,
     anchored: bool,
 ) -> Result<Loaded, FileError> {
     let tree = parse_checked(path, &source.text)?;
-    let facts = matcher::analyze(&tree, &source.text, vocabulary, anchored);
-    let keep =
-        !facts.candidates.is_empty() || !facts.unresolved.is_empty() || !facts.fullgraph.is_empty();
+    let mut facts = matcher::analyze(&tree, &source.text, &options.vocabulary, anchored);
+    drop(tree);
+    let classes = std::mem::take(&mut facts.classes);
+    let has_candidates = !facts.candidates.is_empty();
+    let nothing = !has_candidates
+        && facts.unresolved.is_empty()
+        && facts.fullgraph.is_empty()
+        && facts.suppressions.is_empty();
+    let work = if nothing {
+        Work::Nothing
+    } else if facts.candidates.iter().all(|c| c.owner.is_none()) {
+        // Only the class index could change a decision, and only for
+        // protocol methods: plan now, while the other files are read.
+        let index = ClassIndex::default();
+        Work::Done(Box::new(finish(
+            path.to_path_buf(),
+            source,
+            facts,
+            &index,
+            options,
+        )))
+    } else {
+        Work::Waiting(Box::new((source, facts)))
+    };
     Ok(Loaded {
         path: path.to_path_buf(),
-        source: keep.then_some(source),
-        facts,
+        classes,
+        has_candidates,
+        work,
     })
 }
 
@@ -249,13 +285,20 @@ fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
     };
     let fullgraph = matcher::fullgraph_arguments(&tree, text);
     drop(tree);
-    Ok(Loaded {
-        path: path.to_path_buf(),
-        source: (!fullgraph.is_empty()).then_some(source),
-        facts: FileFacts {
+    let work = if fullgraph.is_empty() {
+        Work::Nothing
+    } else {
+        let facts = FileFacts {
             fullgraph,
             ..FileFacts::default()
-        },
+        };
+        Work::Waiting(Box::new((source, facts)))
+    };
+    Ok(Loaded {
+        path: path.to_path_buf(),
+        classes: Vec::new(),
+        has_candidates: false,
+        work,
     })
 }
 
@@ -264,7 +307,7 @@ fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
 fn visit(
     pending: Pending,
     needles: Option<&prefilter::Needles>,
-    vocabulary: &vocabulary::Vocabulary,
+    options: &Options,
     anchored: bool,
 ) -> Outcome {
     let path = pending.path;
@@ -295,7 +338,7 @@ fn visit(
     });
     // Parsed with the buffer free again.
     match visited {
-        Ok(Ok(source)) => match load(&path, source, vocabulary, anchored) {
+        Ok(Ok(source)) => match load(&path, source, options, anchored) {
             Ok(loaded) => Outcome::Parsed(Box::new(loaded)),
             Err(err) => Outcome::Failed(err),
         },
@@ -474,12 +517,8 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
                         fullgraph: None,
                         class_bases: None,
                     };
-                    let outcome = visit(
-                        pending,
-                        first_needles.as_ref(),
-                        vocabulary,
-                        options.prefilter,
-                    );
+                    let outcome =
+                        visit(pending, first_needles.as_ref(), options, options.prefilter);
                     if let Some(bar) = progress {
                         advance(bar);
                     }
@@ -505,7 +544,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     // base, until none is new.
     while options.prefilter && !pending.is_empty() {
         let names: BTreeSet<String> = prefilter::hook_class_names(
-            loaded.iter().flat_map(|l| l.facts.classes.iter()),
+            loaded.iter().flat_map(|l| l.classes.iter()),
             &vocabulary.protocol_bases,
         )
         .into_iter()
@@ -527,7 +566,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
             .into_par_iter()
             .map(|p| {
                 let needles = Some(&needles).filter(|_| p.class_bases.is_none());
-                visit(p, needles, vocabulary, true)
+                visit(p, needles, options, true)
             })
             .collect();
         pending = keep;
@@ -538,7 +577,7 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     }
 
     // `fullgraph=True` only matters where there are hooks.
-    if loaded.iter().any(|l| !l.facts.candidates.is_empty()) {
+    if loaded.iter().any(|l| l.has_candidates) {
         for found in pending.into_iter().filter_map(|p| p.fullgraph) {
             match *found {
                 Ok(file) => loaded.push(file),
@@ -573,18 +612,27 @@ fn conclude(
     loaded.sort_by(|a, b| a.path.cmp(&b.path));
     let mut index = ClassIndex::default();
     for file in &loaded {
-        index.add(&file.facts.classes);
+        index.add(&file.classes);
+    }
+    let mut finished: Vec<Result<FileReport, FileError>> = Vec::new();
+    let mut waiting: Vec<(PathBuf, Source, FileFacts)> = Vec::new();
+    for file in loaded {
+        match file.work {
+            Work::Nothing => {}
+            Work::Waiting(work) => {
+                let (source, facts) = *work;
+                waiting.push((file.path, source, facts));
+            }
+            Work::Done(report) => finished.push(*report),
+        }
     }
     // Largest first, so a big file does not finish alone at the end.
-    let mut kept: Vec<(PathBuf, Source, FileFacts)> = loaded
-        .into_iter()
-        .filter_map(|file| Some((file.path, file.source?, file.facts)))
-        .collect();
-    kept.sort_by_key(|(_, source, _)| std::cmp::Reverse(source.text.len()));
-    let finished: Vec<Result<FileReport, FileError>> = kept
-        .into_par_iter()
-        .map(|(path, source, facts)| finish(path, source, facts, &index, options))
-        .collect();
+    waiting.sort_by_key(|(_, source, _)| std::cmp::Reverse(source.text.len()));
+    finished.par_extend(
+        waiting
+            .into_par_iter()
+            .map(|(path, source, facts)| finish(path, source, facts, &index, options)),
+    );
     let mut reports = Vec::new();
     for result in finished {
         match result {
@@ -616,7 +664,7 @@ fn conclude(
 pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysis {
     let loaded = Source::decode(raw)
         .map_err(|e| FileError::decode(path.clone(), e))
-        .and_then(|source| load(&path, source, &options.vocabulary, options.prefilter));
+        .and_then(|source| load(&path, source, options, options.prefilter));
     match loaded {
         Ok(file) => conclude(vec![file], Vec::new(), 1, options),
         Err(err) => Analysis {

@@ -1489,6 +1489,25 @@ def attach(model, make_hook):
 }
 
 #[test]
+fn an_unused_suppression_is_reported_in_a_file_without_hooks() {
+    let p = Project::new(&[
+        ("hooks.py", HOOK.as_bytes()),
+        (
+            "plain.py",
+            b"def step(x):  # hookfence: ignore[left from an old hook]\n    return x\n",
+        ),
+    ]);
+    let run = p.run(&["."]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains(
+            "plain.py:1:1: unused suppression: this `# hookfence: ignore` matches no hook"
+        ),
+        "{run}"
+    );
+}
+
+#[test]
 fn list_prints_every_site_with_status_qualname_and_reason() {
     let p = audit_project();
     let before = p.snapshot();
