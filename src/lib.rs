@@ -503,30 +503,31 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         .prefilter
         .then(|| prefilter::Needles::new(vocabulary.needles.iter().cloned()));
 
+    // The queries compile in the background from the start, so the first
+    // file that needs them seldom waits, and a run where none does never
+    // waits for them.
+    let background = std::sync::Arc::clone(vocabulary);
+    rayon::spawn(move || {
+        background.compiled();
+    });
     // The first round: every file is read (and parsed if it names a hook)
-    // as the walk finds it, while the queries compile.
-    let ((visited, mut errors), ()) = rayon::join(
-        || {
-            discover::visit_all(
-                paths,
-                &options.selection,
-                rayon::current_num_threads(),
-                |path| {
-                    let pending = Pending {
-                        path: path.to_path_buf(),
-                        fullgraph: None,
-                        class_bases: None,
-                    };
-                    let outcome =
-                        visit(pending, first_needles.as_ref(), options, options.prefilter);
-                    if let Some(bar) = progress {
-                        advance(bar);
-                    }
-                    outcome
-                },
-            )
+    // as the walk finds it.
+    let (visited, mut errors) = discover::visit_all(
+        paths,
+        &options.selection,
+        rayon::current_num_threads(),
+        |path| {
+            let pending = Pending {
+                path: path.to_path_buf(),
+                fullgraph: None,
+                class_bases: None,
+            };
+            let outcome = visit(pending, first_needles.as_ref(), options, options.prefilter);
+            if let Some(bar) = progress {
+                advance(bar);
+            }
+            outcome
         },
-        || vocabulary.warm(),
     );
     let scanned = visited.len();
     let mut loaded: Vec<Loaded> = Vec::new();

@@ -20,8 +20,8 @@ pub struct Vocabulary {
     /// The spliced `hook_methods.scm` and `registrations.scm`.
     hook_methods_scm: String,
     registrations_scm: String,
-    /// Compiled on first use (see [`Vocabulary::warm`]), so that compiling
-    /// can overlap with walking the tree.
+    /// Compiled on first use: a run in which no file needs parsing never
+    /// compiles them.
     compiled: std::sync::OnceLock<CompiledVocabulary>,
     /// Registrars whose hook is not the first positional argument.
     pub registrar_positions: HashMap<String, usize>,
@@ -160,12 +160,6 @@ impl Vocabulary {
                     .expect("plain literal anchors always build"),
             }
         })
-    }
-
-    /// Compiles every query a run needs (this vocabulary's and the fixed
-    /// ones), so that it can be done while the tree is walked.
-    pub fn warm(&self) {
-        self.compiled();
     }
 
     /// The places in `text` a match of the `scan` query must overlap: every
