@@ -510,6 +510,9 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     rayon::spawn(move || {
         background.compiled();
     });
+    rayon::spawn(|| {
+        std::sync::LazyLock::force(&queries::QUERIES);
+    });
     // The first round: every file is read (and parsed if it names a hook)
     // as the walk finds it.
     let (visited, mut errors) = discover::visit_all(

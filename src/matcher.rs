@@ -126,10 +126,10 @@ fn for_each_match<'t>(
 }
 
 /// Runs a [`Combined`] query over `node` and calls `each` with the index of
-/// the part each match belongs to and its captures, numbered as in that
-/// part's own query. With `ranges`, only matches that overlap one of them are
-/// looked for (each once, though it may overlap several): the cursor skips
-/// every subtree outside them instead of walking the whole tree.
+/// the part each match belongs to and its captures. With `ranges`, only
+/// matches that overlap one of them are looked for (each once, though it may
+/// overlap several): the cursor skips every subtree outside them instead of
+/// walking the whole tree.
 fn for_each_combined<'t>(
     combined: &Combined,
     node: Node<'t>,
@@ -138,7 +138,6 @@ fn for_each_combined<'t>(
     mut each: impl FnMut(usize, &[tree_sitter::QueryCapture<'t>]),
 ) {
     let mut cursor = QueryCursor::new();
-    let mut translated = Vec::new();
     let mut seen: HashSet<(usize, Vec<usize>)> = HashSet::new();
     let everything = 0..text.len();
     for range in ranges.unwrap_or(std::slice::from_ref(&everything)) {
@@ -151,13 +150,7 @@ fn for_each_combined<'t>(
                     continue;
                 }
             }
-            let (part, remap) = combined.part(m.pattern_index);
-            translated.clear();
-            translated.extend(m.captures().iter().map(|c| tree_sitter::QueryCapture {
-                node: c.node,
-                index: remap[c.index as usize],
-            }));
-            each(part, &translated);
+            each(combined.part(m.pattern_index), m.captures());
         }
     }
 }
@@ -618,14 +611,14 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
     let mut fullgraph = Vec::new();
     let mut hook_methods = Vec::new();
     let mut registrations = Vec::new();
-    let (qc, qg, qh, qr) = (
-        &QUERIES.classes,
-        &QUERIES.fullgraph,
-        &vocabulary.compiled().hook_methods,
-        &vocabulary.compiled().registrations,
+    let compiled = vocabulary.compiled();
+    let (qc, qh, qr) = (
+        &compiled.classes,
+        &compiled.hook_methods,
+        &compiled.registrations,
     );
     for_each_combined(
-        &vocabulary.compiled().scan,
+        &compiled.scan,
         root,
         text,
         ranges.as_deref(),
@@ -646,7 +639,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
                 }
             }
             1 => {
-                if let Some(argument) = capture(captures, qg.argument) {
+                if let Some(argument) = capture(captures, compiled.fullgraph_argument) {
                     fullgraph.push(position(argument, text));
                 }
             }

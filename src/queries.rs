@@ -35,94 +35,101 @@ impl Compiled {
 }
 
 /// Several queries compiled as one, so a single walk of the tree serves them
-/// all: each match is handed back with the index of the query it belongs to
-/// and its capture indices translated to that query's own, so code written
-/// against one query's captures reads a combined match unchanged.
+/// all: each match is handed back with the index of the query it belongs to.
+/// Capture names are unique across the queries (each file prefixes its own:
+/// `@class.*`, `@hook.*`, ...), so captures are looked up by name in the
+/// combined query itself and no query is compiled twice.
 pub struct Combined {
     pub query: Query,
-    /// Per part: the end of its pattern range, and for every capture of the
-    /// combined query the part's own index (`u32::MAX` where it has none).
-    parts: Vec<(usize, Vec<u32>)>,
+    /// The part each pattern comes from.
+    pattern_parts: Vec<usize>,
 }
 
 impl Combined {
-    pub fn new(parts: &[&Compiled]) -> Combined {
-        let source: String = parts.iter().map(|p| format!("{}\n", p.source)).collect();
+    /// Compiles `parts` (query sources) as one query.
+    pub fn new(parts: &[&str]) -> Combined {
+        let mut source = String::new();
+        let mut starts = Vec::new();
+        for part in parts {
+            starts.push(source.len());
+            source.push_str(part);
+            source.push('\n');
+        }
         let query = Query::new(&language(), &source)
             .unwrap_or_else(|err| panic!("combined queries do not compile: {err}"));
-        let names = query.capture_names();
-        let mut end = 0;
-        let parts = parts
-            .iter()
-            .map(|part| {
-                end += part.query.pattern_count();
-                let remap = names
-                    .iter()
-                    .map(|name| part.query.capture_index_for_name(name).unwrap_or(u32::MAX))
-                    .collect();
-                (end, remap)
+        let pattern_parts = (0..query.pattern_count())
+            .map(|pattern| {
+                let at = query.start_byte_for_pattern(pattern);
+                starts.iter().rposition(|&start| start <= at).unwrap_or(0)
             })
             .collect();
-        Combined { query, parts }
+        Combined {
+            query,
+            pattern_parts,
+        }
     }
 
-    /// Which part a pattern of the combined query comes from, and its
-    /// capture remapping.
-    pub fn part(&self, pattern: usize) -> (usize, &[u32]) {
-        let index = self
-            .parts
-            .iter()
-            .position(|(end, _)| pattern < *end)
-            .unwrap_or(self.parts.len().saturating_sub(1));
-        (index, &self.parts[index].1)
+    /// Which part a pattern of the combined query comes from.
+    pub fn part(&self, pattern: usize) -> usize {
+        self.pattern_parts[pattern]
+    }
+
+    pub fn capture(&self, name: &str) -> u32 {
+        self.query
+            .capture_index_for_name(name)
+            .unwrap_or_else(|| panic!("combined query has no capture @{name}"))
     }
 }
 
+/// Captures of `hook_methods.scm`, as numbered in the query it is part of.
 pub struct HookMethods {
-    pub compiled: Compiled,
     pub class: u32,
     pub def: u32,
 }
 
 impl HookMethods {
-    pub fn new(compiled: Compiled) -> HookMethods {
+    pub fn new(combined: &Combined) -> HookMethods {
         HookMethods {
-            class: compiled.capture("hook.class"),
-            def: compiled.capture("hook.def"),
-            compiled,
+            class: combined.capture("hook.class"),
+            def: combined.capture("hook.def"),
         }
     }
 }
 
+/// Captures of `classes.scm`, as numbered in the query it is part of.
 pub struct Classes {
-    pub compiled: Compiled,
     pub def: u32,
     pub name: u32,
-    pub bases: u32,
 }
 
+impl Classes {
+    pub fn new(combined: &Combined) -> Classes {
+        Classes {
+            def: combined.capture("class.def"),
+            name: combined.capture("class.name"),
+        }
+    }
+}
+
+/// Captures of `functions.scm`, as numbered in [`Queries::resolve`].
 pub struct Functions {
-    pub compiled: Compiled,
     pub def: u32,
     pub name: u32,
     pub assignment_name: u32,
     pub assignment_value: u32,
 }
 
+/// Captures of `registrations.scm`, as numbered in the query it is part of.
 pub struct Registrations {
-    pub compiled: Compiled,
     pub call: u32,
-    pub method: u32,
     pub arguments: u32,
 }
 
 impl Registrations {
-    pub fn new(compiled: Compiled) -> Registrations {
+    pub fn new(combined: &Combined) -> Registrations {
         Registrations {
-            call: compiled.capture("registration.call"),
-            method: compiled.capture("registration.method"),
-            arguments: compiled.capture("registration.arguments"),
-            compiled,
+            call: combined.capture("registration.call"),
+            arguments: combined.capture("registration.arguments"),
         }
     }
 }
@@ -131,16 +138,16 @@ pub struct OffloadEvidence {
     pub compiled: Compiled,
 }
 
+/// Captures of `imports.scm`, as numbered in [`Queries::resolve`].
 pub struct Imports {
-    pub compiled: Compiled,
     pub relative: u32,
     pub module: u32,
     pub name: u32,
     pub alias: u32,
 }
 
+/// Captures of `fences.scm`, as numbered in [`Queries::resolve`].
 pub struct Fences {
-    pub compiled: Compiled,
     pub call_function: u32,
     pub patch_owner: u32,
     pub patch_attribute: u32,
@@ -161,9 +168,9 @@ pub struct Fullgraph {
 }
 
 /// The queries whose patterns the configuration does not change (the hook
-/// method and registrar queries live in [`crate::vocabulary::Vocabulary`]).
+/// method and registrar queries, and the `scan` query they are part of, live
+/// in [`crate::vocabulary::Vocabulary`]).
 pub struct Queries {
-    pub classes: Classes,
     pub functions: Functions,
     pub offload_evidence: OffloadEvidence,
     pub imports: Imports,
@@ -189,6 +196,7 @@ macro_rules! scm {
 pub const HOOK_METHODS_SCM: &str = scm!("hook_methods");
 pub const REGISTRATIONS_SCM: &str = scm!("registrations");
 pub const FULLGRAPH_SCM: &str = scm!("fullgraph");
+pub const CLASSES_SCM: &str = scm!("classes");
 
 macro_rules! load {
     ($name:literal) => {
@@ -198,57 +206,48 @@ macro_rules! load {
 
 impl Queries {
     fn compile() -> Queries {
-        let classes = load!("classes");
-        let functions = load!("functions");
-        let offload_evidence = load!("offload_evidence");
-        let imports = load!("imports");
-        let fences = load!("fences");
-        let fullgraph = load!("fullgraph");
-        let suppressions = load!("suppressions");
-        let resolve = Combined::new(&[&imports, &fences, &functions]);
+        let resolve = Combined::new(&[scm!("imports"), scm!("fences"), scm!("functions")]);
+        let c = |name| resolve.capture(name);
         Queries {
-            resolve,
-            classes: Classes {
-                def: classes.capture("class.def"),
-                name: classes.capture("class.name"),
-                bases: classes.capture("class.bases"),
-                compiled: classes,
-            },
             functions: Functions {
-                def: functions.capture("function.def"),
-                name: functions.capture("function.name"),
-                assignment_name: functions.capture("assignment.name"),
-                assignment_value: functions.capture("assignment.value"),
-                compiled: functions,
-            },
-            offload_evidence: OffloadEvidence {
-                compiled: offload_evidence,
+                def: c("function.def"),
+                name: c("function.name"),
+                assignment_name: c("assignment.name"),
+                assignment_value: c("assignment.value"),
             },
             imports: Imports {
-                relative: imports.capture("import.relative"),
-                module: imports.capture("import.module"),
-                name: imports.capture("import.name"),
-                alias: imports.capture("import.alias"),
-                compiled: imports,
+                relative: c("import.relative"),
+                module: c("import.module"),
+                name: c("import.name"),
+                alias: c("import.alias"),
             },
             fences: Fences {
-                call_function: fences.capture("call.function"),
-                patch_owner: fences.capture("patch.owner"),
-                patch_attribute: fences.capture("patch.attribute"),
-                patch_function: fences.capture("patch.function"),
-                patch_fence: fences.capture("patch.fence"),
-                patch_target: fences.capture("patch.target"),
-                optout_comment: fences.capture("optout.comment"),
-                compiled: fences,
+                call_function: c("call.function"),
+                patch_owner: c("patch.owner"),
+                patch_attribute: c("patch.attribute"),
+                patch_function: c("patch.function"),
+                patch_fence: c("patch.fence"),
+                patch_target: c("patch.target"),
+                optout_comment: c("optout.comment"),
             },
-            suppressions: Suppressions {
-                comment: suppressions.capture("suppression.comment"),
-                compiled: suppressions,
+            offload_evidence: OffloadEvidence {
+                compiled: load!("offload_evidence"),
             },
-            fullgraph: Fullgraph {
-                argument: fullgraph.capture("fullgraph.argument"),
-                compiled: fullgraph,
+            suppressions: {
+                let compiled = load!("suppressions");
+                Suppressions {
+                    comment: compiled.capture("suppression.comment"),
+                    compiled,
+                }
             },
+            fullgraph: {
+                let compiled = load!("fullgraph");
+                Fullgraph {
+                    argument: compiled.capture("fullgraph.argument"),
+                    compiled,
+                }
+            },
+            resolve,
         }
     }
 }
@@ -274,58 +273,78 @@ mod tests {
     }
 
     #[test]
+    fn combined_parts_keep_their_patterns_and_capture_names() {
+        let combined = Combined::new(&[CLASSES_SCM, FULLGRAPH_SCM, REGISTRATIONS_SCM]);
+        let parts: Vec<usize> = (0..combined.query.pattern_count())
+            .map(|p| combined.part(p))
+            .collect();
+        assert_eq!(parts, [0, 1, 2]);
+        // Every capture name belongs to exactly one part of each combined
+        // query hookfence runs, so looking it up in the whole is unambiguous.
+        let vocabulary = crate::vocabulary::Vocabulary::default();
+        let scan_parts = [
+            CLASSES_SCM,
+            FULLGRAPH_SCM,
+            HOOK_METHODS_SCM,
+            REGISTRATIONS_SCM,
+        ];
+        let resolve_parts = [scm!("imports"), scm!("fences"), scm!("functions")];
+        for (combined, parts) in [
+            (&vocabulary.compiled().scan, &scan_parts[..]),
+            (&QUERIES.resolve, &resolve_parts[..]),
+        ] {
+            for name in combined.query.capture_names() {
+                let owners = parts
+                    .iter()
+                    .filter(|source| {
+                        source.match_indices(&format!("@{name}")).any(|(at, m)| {
+                            !source[at + m.len()..]
+                                .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
+                        })
+                    })
+                    .count();
+                assert_eq!(owners, 1, "@{name}");
+            }
+        }
+    }
+
+    #[test]
     fn every_query_compiles_and_matches_a_positive_and_not_a_negative_sample() {
         let q = &*QUERIES;
-        let vocabulary = crate::vocabulary::Vocabulary::default();
-        let v = vocabulary.compiled();
+        // The queries that only ever run combined, compiled alone here.
+        let hook_methods = load!("hook_methods");
+        let registrations = load!("registrations");
+        let classes = load!("classes");
+        let functions = load!("functions");
+        let imports = load!("imports");
+        let fences = load!("fences");
         let hook = "class H(ModelHook):\n    def pre_forward(self, m):\n        pass\n";
-        assert_eq!(count(&v.hook_methods.compiled, hook), 1);
-        assert_eq!(
-            count(&v.hook_methods.compiled, "def pre_forward(m):\n    pass\n"),
-            0
-        );
+        assert_eq!(count(&hook_methods, hook), 1);
+        assert_eq!(count(&hook_methods, "def pre_forward(m):\n    pass\n"), 0);
         assert_eq!(
             count(
-                &v.hook_methods.compiled,
+                &hook_methods,
                 "class H:\n    def forward(self):\n        pass\n"
             ),
             0
         );
 
-        assert_eq!(
-            count(&q.classes.compiled, "class A(B, metaclass=M):\n    pass\n"),
-            1
-        );
-        assert_eq!(count(&q.classes.compiled, "A = type('A', (), {})\n"), 0);
+        assert_eq!(count(&classes, "class A(B, metaclass=M):\n    pass\n"), 1);
+        assert_eq!(count(&classes, "A = type('A', (), {})\n"), 0);
 
-        assert_eq!(count(&q.functions.compiled, "def f():\n    g = 1\n"), 2);
-        assert_eq!(count(&q.functions.compiled, "a.b = 1\n"), 0);
+        assert_eq!(count(&functions, "def f():\n    g = 1\n"), 2);
+        assert_eq!(count(&functions, "a.b = 1\n"), 0);
 
+        assert_eq!(count(&registrations, "m.register_forward_pre_hook(f)\n"), 1);
         assert_eq!(
-            count(
-                &v.registrations.compiled,
-                "m.register_forward_pre_hook(f)\n"
-            ),
+            count(&registrations, "register_module_forward_hook(f)\n"),
             1
         );
         assert_eq!(
-            count(
-                &v.registrations.compiled,
-                "register_module_forward_hook(f)\n"
-            ),
-            1
-        );
-        assert_eq!(
-            count(
-                &v.registrations.compiled,
-                "m.register_full_backward_hook(f)\n"
-            ),
+            count(&registrations, "m.register_full_backward_hook(f)\n"),
             0
         );
-        assert_eq!(
-            count(&v.registrations.compiled, "'m.register_forward_hook(f)'\n"),
-            0
-        );
+        assert_eq!(count(&registrations, "'m.register_forward_hook(f)'\n"), 0);
 
         let evidence = &q.offload_evidence.compiled;
         assert_eq!(count(evidence, "m.to('cuda')\n"), 1);
@@ -345,27 +364,21 @@ mod tests {
         assert_eq!(count(evidence, "download(x)\nreload(y)\n"), 0);
 
         assert_eq!(
-            count(
-                &q.imports.compiled,
-                "import torch as th\nfrom a.b import c, d as e\n"
-            ),
+            count(&imports, "import torch as th\nfrom a.b import c, d as e\n"),
             3
         );
         assert_eq!(
-            count(
-                &q.imports.compiled,
-                "from . import x\nfrom ..a import b as c\n"
-            ),
+            count(&imports, "from . import x\nfrom ..a import b as c\n"),
             2
         );
-        assert_eq!(count(&q.imports.compiled, "x = 1\n"), 0);
+        assert_eq!(count(&imports, "x = 1\n"), 0);
 
         let fullgraph = &q.fullgraph.compiled;
         assert_eq!(count(fullgraph, "torch.compile(m, fullgraph=True)\n"), 1);
         assert_eq!(count(fullgraph, "torch.compile(m, fullgraph=False)\n"), 0);
         assert_eq!(count(fullgraph, "'fullgraph=True'\n"), 0);
 
-        let fences = &q.fences.compiled;
+        let fences = &fences;
         assert_eq!(count(fences, "A.pre_forward = d(A.pre_forward)\n"), 2);
         assert_eq!(count(fences, "# @torch.compiler.disable()\n"), 1);
         assert_eq!(count(fences, "# torch.compiler.disable is used below\n"), 0);

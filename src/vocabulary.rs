@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::config;
 use crate::prefilter::{Context, Needle};
-use crate::queries::{self, Combined, Compiled, HookMethods, Registrations};
+use crate::queries::{self, Classes, Combined, HookMethods, Registrations};
 
 /// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
 pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
@@ -40,6 +40,9 @@ pub struct CompiledVocabulary {
     /// `classes`, `fullgraph`, `hook_methods` and `registrations` in one
     /// walk, in that order: what every parsed file needs.
     pub scan: Combined,
+    pub classes: Classes,
+    /// `@fullgraph.argument` in `scan`.
+    pub fullgraph_argument: u32,
     pub hook_methods: HookMethods,
     pub registrations: Registrations,
     /// Every literal a match of `scan` must contain (see
@@ -136,13 +139,11 @@ impl Vocabulary {
     /// The compiled queries, compiling them on first use.
     pub fn compiled(&self) -> &CompiledVocabulary {
         self.compiled.get_or_init(|| {
-            let hook_methods = Compiled::new("hook_methods", &self.hook_methods_scm);
-            let registrations = Compiled::new("registrations", &self.registrations_scm);
             let scan = Combined::new(&[
-                &queries::QUERIES.classes.compiled,
-                &queries::QUERIES.fullgraph.compiled,
-                &hook_methods,
-                &registrations,
+                queries::CLASSES_SCM,
+                queries::FULLGRAPH_SCM,
+                &self.hook_methods_scm,
+                &self.registrations_scm,
             ]);
             // A class statement starts with the keyword `class`; the other
             // parts match names their predicates spell out.
@@ -153,9 +154,11 @@ impl Vocabulary {
                 .chain(predicate_strings(&self.registrations_scm))
                 .collect();
             CompiledVocabulary {
+                classes: Classes::new(&scan),
+                fullgraph_argument: scan.capture("fullgraph.argument"),
+                hook_methods: HookMethods::new(&scan),
+                registrations: Registrations::new(&scan),
                 scan,
-                hook_methods: HookMethods::new(hook_methods),
-                registrations: Registrations::new(registrations),
                 anchors: aho_corasick::AhoCorasick::new(&anchors)
                     .expect("plain literal anchors always build"),
             }
