@@ -38,6 +38,8 @@ pub struct Applied {
     pub text: String,
     /// Indices of fixes that were skipped because they overlap an earlier one.
     pub skipped: Vec<usize>,
+    /// The edits made, in the order of the text (ranges of the original).
+    pub made: Vec<Edit>,
 }
 
 /// Applies `fixes` in order: a fix whose edits overlap an already accepted
@@ -70,13 +72,17 @@ pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
     accepted.sort_by_key(|(seq, edit)| (edit.start, edit.end, *seq));
     let mut out = String::with_capacity(text.len() + 64 * accepted.len());
     let mut cursor = 0;
-    for (_, edit) in accepted {
+    for (_, edit) in &accepted {
         out.push_str(&text[cursor..edit.start]);
         out.push_str(&edit.replacement);
         cursor = edit.end;
     }
     out.push_str(&text[cursor..]);
-    Applied { text: out, skipped }
+    Applied {
+        text: out,
+        skipped,
+        made: accepted.into_iter().map(|(_, edit)| edit.clone()).collect(),
+    }
 }
 
 #[cfg(test)]

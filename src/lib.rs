@@ -237,7 +237,6 @@ fn load(
 ) -> Result<Loaded, FileError> {
     let tree = parse_checked(path, &source.text)?;
     let mut facts = matcher::analyze(&tree, &source.text, &options.vocabulary, anchored);
-    drop(tree);
     let classes = std::mem::take(&mut facts.classes);
     let has_candidates = !facts.candidates.is_empty();
     let nothing = !has_candidates
@@ -248,7 +247,8 @@ fn load(
         Work::Nothing
     } else if facts.candidates.iter().all(|c| c.owner.is_none()) {
         // Only the class index could change a decision, and only for
-        // protocol methods: plan now, while the other files are read.
+        // protocol methods: plan now, while the other files are read (and
+        // while the tree is at hand to check the rewrite incrementally).
         let index = ClassIndex::default();
         Work::Done(Box::new(finish(
             path.to_path_buf(),
@@ -256,8 +256,10 @@ fn load(
             facts,
             &index,
             options,
+            Some(&tree),
         )))
     } else {
+        // The tree is not kept for later: memory stays flat.
         Work::Waiting(Box::new((source, facts)))
     };
     Ok(Loaded {
@@ -349,12 +351,15 @@ fn visit(
 
 /// Decides, plans and applies the fences for one file, and checks that the
 /// result still parses.
+/// `tree`, the source's tree if it is still at hand, makes that check an
+/// incremental parse.
 fn finish(
     path: PathBuf,
     source: Source,
     mut facts: FileFacts,
     index: &ClassIndex,
     options: &Options,
+    tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
@@ -412,7 +417,7 @@ fn finish(
             .filter(|line| !used.contains(line))
             .collect(),
     };
-    let (new_text, conflicts) = report.rewrite(|_| true)?;
+    let (new_text, conflicts) = report.rewrite_reusing(|_| true, &[], tree)?;
     report.new_text = new_text;
     report.conflicts = conflicts;
     Ok(report)
@@ -436,6 +441,17 @@ impl FileReport {
         accept: impl Fn(&HookSite) -> bool,
         extra: &[edit::Fix],
     ) -> Result<(Option<String>, Vec<String>), FileError> {
+        self.rewrite_reusing(accept, extra, None)
+    }
+
+    /// [`FileReport::rewrite_with`]; the check that the result parses reuses
+    /// `tree`, the original text's tree, where there is one.
+    fn rewrite_reusing(
+        &self,
+        accept: impl Fn(&HookSite) -> bool,
+        extra: &[edit::Fix],
+        tree: Option<&tree_sitter::Tree>,
+    ) -> Result<(Option<String>, Vec<String>), FileError> {
         let chosen: Vec<&HookSite> = self
             .sites
             .iter()
@@ -452,7 +468,11 @@ impl FileReport {
         if applied.text == self.source.text {
             return Ok((None, conflicts));
         }
-        let error = match parse::parse(&applied.text) {
+        let reparsed = match tree {
+            Some(tree) => parse::reparse(tree, &self.source.text, &applied.made, &applied.text),
+            None => parse::parse(&applied.text),
+        };
+        let error = match reparsed {
             Some(tree) => parse::first_error(&tree, &applied.text),
             None => Some((
                 Position { line: 1, column: 1 },
@@ -635,7 +655,7 @@ fn conclude(
     finished.par_extend(
         waiting
             .into_par_iter()
-            .map(|(path, source, facts)| finish(path, source, facts, &index, options)),
+            .map(|(path, source, facts)| finish(path, source, facts, &index, options, None)),
     );
     let mut reports = Vec::new();
     for result in finished {

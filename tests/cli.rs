@@ -1489,6 +1489,34 @@ def attach(model, make_hook):
 }
 
 #[test]
+fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
+    // The configured decorator passes the config check (a dotted name and a
+    // call) but is not valid Python: the check that every rewrite parses
+    // must catch it, both for a registered hook (planned while the walk
+    // goes on, checked by an incremental parse) and for a protocol method
+    // (planned once every class is known, checked by a full parse).
+    let registered = "import torch\n\ndef hook(m, args):\n    m.to(\"cuda\")\n\nmodel.register_forward_pre_hook(hook)\n";
+    let p = Project::new(&[
+        (
+            "pyproject.toml",
+            b"[tool.hookfence]\ndecorator = \"torch.compiler.disable(x=[)\"\n",
+        ),
+        ("registered.py", registered.as_bytes()),
+        ("hooks.py", HOOK.as_bytes()),
+    ]);
+    let before = p.snapshot();
+    let run = p.run(&["--apply", "--allow-dirty", "."]);
+    run.expect_code(2);
+    for expected in [
+        "hooks.py:8:32: the rewritten file would not parse (syntax error: expected \"]\"); nothing was written",
+        "registered.py:3:28: the rewritten file would not parse (syntax error: expected \"]\"); nothing was written",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}\n{run}");
+    }
+    assert_eq!(p.snapshot(), before, "nothing is written");
+}
+
+#[test]
 fn an_unused_suppression_is_reported_in_a_file_without_hooks() {
     let p = Project::new(&[
         ("hooks.py", HOOK.as_bytes()),
