@@ -4,6 +4,7 @@
 //! offload work. Patterns come from `queries/`; Python meaning (imports,
 //! scoping, what counts as a fence) is resolved here.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
@@ -137,9 +138,20 @@ fn for_each_combined<'t>(
     ranges: Option<&[std::ops::Range<usize>]>,
     mut each: impl FnMut(usize, &[tree_sitter::QueryCapture<'t>]),
 ) {
+    // Each range is a walk down from `node`: past a few hundred, one range
+    // around all of them costs less (and finds the same matches).
+    const MOST_RANGES: usize = 256;
     let mut cursor = QueryCursor::new();
     let mut seen: HashSet<(usize, Vec<usize>)> = HashSet::new();
     let everything = 0..text.len();
+    let spanned;
+    let ranges = match ranges {
+        Some([first, .., last]) if ranges.is_some_and(|r| r.len() > MOST_RANGES) => {
+            spanned = first.start..last.end;
+            Some(std::slice::from_ref(&spanned))
+        }
+        other => other,
+    };
     for range in ranges.unwrap_or(std::slice::from_ref(&everything)) {
         cursor.set_byte_range(range.clone());
         let mut matches = cursor.matches(&combined.query, node, text.as_bytes());
@@ -420,10 +432,8 @@ struct FileContext<'t> {
     vocabulary: &'t Vocabulary,
     bindings: Bindings,
     fences: Fences,
-    /// Every function definition, by name.
-    functions: HashMap<String, Vec<Node<'t>>>,
-    /// Every `name = value` assignment, by name: (assignment, value).
-    assignments: HashMap<String, Vec<(Node<'t>, Node<'t>)>>,
+    /// Function definitions and `name = value` assignments, by name.
+    names: Resolve<'t>,
     /// Classes by name.
     classes: HashMap<String, Vec<Node<'t>>>,
 }
@@ -437,6 +447,276 @@ impl<'t> FileContext<'t> {
     fn is_partial(&self, dotted: &str) -> bool {
         dotted == "partial" || self.bindings.resolve(dotted) == "functools.partial"
     }
+}
+
+/// The last dotted segment every fence's spelling ends with: torch's
+/// disables, the wrap helper, the configured spellings. A callee can only
+/// resolve to a fence if it ends with one of them or is an import alias of
+/// one (see [`fence_words`]).
+fn fence_final_segments(vocabulary: &Vocabulary) -> Vec<String> {
+    [
+        "disable",
+        "_disable_dynamo",
+        crate::plan::WRAP_HELPER_FUNCTION,
+    ]
+    .into_iter()
+    .map(str::to_owned)
+    .chain(
+        vocabulary
+            .fence_spellings
+            .iter()
+            .map(|s| s.rsplit('.').next().unwrap_or(s).to_owned()),
+    )
+    .collect()
+}
+
+/// The words a call to a fence must contain: a final segment of a fence
+/// spelling, or a name an import binds to a fence.
+fn fence_words(bindings: &Bindings, vocabulary: &Vocabulary) -> Vec<String> {
+    let mut words = fence_final_segments(vocabulary);
+    words.extend(
+        bindings
+            .any_scope
+            .iter()
+            .filter(|(_, path)| is_fence_path(path, vocabulary))
+            .map(|(name, _)| name.clone()),
+    );
+    words.sort();
+    words.dedup();
+    words
+}
+
+/// The whole-word occurrences of `words` in `text` (and, with `anywhere`,
+/// the occurrences of those strings inside longer words too), as ranges.
+fn word_ranges(text: &str, words: &[&str], anywhere: &[&str]) -> Vec<std::ops::Range<usize>> {
+    let patterns: Vec<&str> = words.iter().chain(anywhere).copied().collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    let searcher =
+        aho_corasick::AhoCorasick::new(&patterns).expect("plain literal words always build");
+    let mut ranges: Vec<std::ops::Range<usize>> = searcher
+        .find_overlapping_iter(text)
+        .filter(|m| {
+            m.pattern().as_usize() >= words.len()
+                || crate::prefilter::is_whole_word(text.as_bytes(), m.start(), m.end())
+        })
+        .map(|m| m.range())
+        .collect();
+    ranges.sort_by_key(|r| r.start);
+    crate::vocabulary::merge_ranges(ranges)
+}
+
+/// What the `resolve` query (imports, fences, functions) finds in one file.
+///
+/// Without anchoring, one walk of the whole tree finds everything. With it,
+/// each part runs only where its matches must be: imports around `import`;
+/// calls and patches that can be fences around the words a fence is spelled
+/// with (see [`fence_words`]), opt-out comments around `disable`; the
+/// definitions and assignments of a name around that name, looked up when a
+/// name is resolved. Both give the same answer to every question asked.
+struct Resolve<'t> {
+    root: Node<'t>,
+    text: &'t str,
+    anchored: bool,
+    imports: Vec<Vec<tree_sitter::QueryCapture<'t>>>,
+    /// Every fence-part match (whole walk), or none yet (anchored).
+    fences: Vec<Vec<tree_sitter::QueryCapture<'t>>>,
+    /// What binds each name (whole walk: every name; anchored: the names
+    /// looked up so far).
+    named: RefCell<HashMap<String, Named<'t>>>,
+    /// Whether `named` holds every name (after a whole walk).
+    complete: std::cell::Cell<bool>,
+}
+
+/// The definitions and assignments that bind one name, in the order of the
+/// text.
+#[derive(Clone, Default)]
+struct Named<'t> {
+    defs: Vec<Node<'t>>,
+    /// (assignment, value)
+    assignments: Vec<(Node<'t>, Node<'t>)>,
+}
+
+impl<'t> Resolve<'t> {
+    fn collect(root: Node<'t>, text: &'t str, anchored: bool) -> Resolve<'t> {
+        let mut imports = Vec::new();
+        let mut fences = Vec::new();
+        let mut named: HashMap<String, Named<'t>> = HashMap::new();
+        let ranges = anchored.then(|| word_ranges(text, &["import"], &[]));
+        for_each_combined(
+            &QUERIES.resolve,
+            root,
+            text,
+            ranges.as_deref(),
+            |part, captures| match part {
+                0 => imports.push(captures.to_vec()),
+                _ if anchored => {}
+                1 => fences.push(captures.to_vec()),
+                _ => bind(&mut named, captures, text),
+            },
+        );
+        for binding in named.values_mut() {
+            binding.sort();
+        }
+        Resolve {
+            root,
+            text,
+            anchored,
+            imports,
+            fences,
+            named: RefCell::new(named),
+            complete: std::cell::Cell::new(!anchored),
+        }
+    }
+
+    /// The definitions and assignments of `name`.
+    fn named(&self, name: &str) -> Named<'t> {
+        // Each lookup reads the whole text for the name: past a few dozen
+        // names, one walk of the tree for all of them costs less.
+        const MOST_LOOKUPS: usize = 32;
+        if let Some(found) = self.named.borrow().get(name) {
+            return found.clone();
+        }
+        if self.complete.get() {
+            return Named::default();
+        }
+        let ranges = (self.named.borrow().len() < MOST_LOOKUPS)
+            .then(|| word_ranges(self.text, &[name], &[]));
+        let mut found: HashMap<String, Named<'t>> = HashMap::new();
+        for_each_combined(
+            &QUERIES.resolve,
+            self.root,
+            self.text,
+            ranges.as_deref(),
+            |part, captures| {
+                if part == 2 {
+                    bind(&mut found, captures, self.text);
+                }
+            },
+        );
+        for binding in found.values_mut() {
+            binding.sort();
+        }
+        let binding = found.get(name).cloned().unwrap_or_default();
+        if ranges.is_none() {
+            *self.named.borrow_mut() = found;
+            self.complete.set(true);
+        } else {
+            self.named
+                .borrow_mut()
+                .insert(name.to_owned(), binding.clone());
+        }
+        binding
+    }
+
+    /// The fence-part matches that can matter: every call whose callee can
+    /// resolve to a fence, every opt-out comment, every module-level patch
+    /// whose fence is one or one of `wrappers` (see [`collect_fences`]).
+    fn fence_matches(
+        &self,
+        bindings: &Bindings,
+        vocabulary: &Vocabulary,
+        wrappers: &[String],
+    ) -> Vec<Vec<tree_sitter::QueryCapture<'t>>> {
+        if !self.anchored {
+            return self.fences.clone();
+        }
+        let words = fence_words(bindings, vocabulary);
+        let words: Vec<&str> = words.iter().chain(wrappers).map(String::as_str).collect();
+        // An opt-out comment holds `disable` anywhere in its callee.
+        let ranges = word_ranges(self.text, &words, &["disable"]);
+        let mut found = Vec::new();
+        for_each_combined(
+            &QUERIES.resolve,
+            self.root,
+            self.text,
+            Some(&ranges),
+            |part, captures| {
+                if part == 1 {
+                    found.push(captures.to_vec());
+                }
+            },
+        );
+        found
+    }
+
+    /// Assignments whose value mentions one of `words` (every assignment,
+    /// without anchoring), in the order of the text: (name, assignment,
+    /// value).
+    fn assignments_mentioning(&self, words: &[String]) -> Vec<(String, Node<'t>, Node<'t>)> {
+        let mut found: Vec<(String, Node<'t>, Node<'t>)> = Vec::new();
+        if self.anchored {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let ranges = word_ranges(self.text, &words, &[]);
+            for_each_combined(
+                &QUERIES.resolve,
+                self.root,
+                self.text,
+                Some(&ranges),
+                |part, captures| {
+                    if part == 2
+                        && let Some(assignment) = assignment_of(captures, self.text)
+                    {
+                        found.push(assignment);
+                    }
+                },
+            );
+        } else {
+            // Without anchoring, `named` holds every name.
+            for (name, binding) in self.named.borrow().iter() {
+                found.extend(
+                    binding
+                        .assignments
+                        .iter()
+                        .map(|&(a, v)| (name.clone(), a, v)),
+                );
+            }
+        }
+        found.sort_by_key(|(_, assignment, _)| assignment.start_byte());
+        found
+    }
+}
+
+impl Named<'_> {
+    fn sort(&mut self) {
+        self.defs.sort_by_key(|def| def.start_byte());
+        self.assignments
+            .sort_by_key(|(assignment, _)| assignment.start_byte());
+    }
+}
+
+/// Records a definition or assignment match of `functions.scm` under its name.
+fn bind<'t>(
+    named: &mut HashMap<String, Named<'t>>,
+    captures: &[tree_sitter::QueryCapture<'t>],
+    text: &str,
+) {
+    let qf = &QUERIES.functions;
+    if let (Some(def), Some(name)) = (capture(captures, qf.def), capture(captures, qf.name)) {
+        named
+            .entry(node_text(name, text).to_owned())
+            .or_default()
+            .defs
+            .push(def);
+    } else if let Some((name, assignment, value)) = assignment_of(captures, text) {
+        named
+            .entry(name)
+            .or_default()
+            .assignments
+            .push((assignment, value));
+    }
+}
+
+/// The (name, assignment, value) of an assignment match of `functions.scm`.
+fn assignment_of<'t>(
+    captures: &[tree_sitter::QueryCapture<'t>],
+    text: &str,
+) -> Option<(String, Node<'t>, Node<'t>)> {
+    let qf = &QUERIES.functions;
+    let name = capture(captures, qf.assignment_name)?;
+    let value = capture(captures, qf.assignment_value)?;
+    Some((node_text(name, text).to_owned(), name.parent()?, value))
 }
 
 fn collect_fences<'t>(
@@ -682,56 +962,52 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
         };
     }
 
-    // One more walk, for what resolving names and fences needs.
-    let mut import_matches = Vec::new();
-    let mut fence_matches = Vec::new();
-    let mut functions: HashMap<String, Vec<Node<'_>>> = HashMap::new();
-    let mut assignments: HashMap<String, Vec<(Node<'_>, Node<'_>)>> = HashMap::new();
-    let qf = &QUERIES.functions;
-    for_each_combined(
-        &QUERIES.resolve,
+    // What resolving names and fences needs: imports, fences, functions and
+    // assignments (see `Resolve`).
+    let resolve = Resolve::collect(root, text, anchored);
+    let bindings = Bindings::collect(&resolve.imports, text);
+    let mut fences = collect_fences(
         root,
+        &resolve.fence_matches(&bindings, vocabulary, &[]),
         text,
-        None,
-        |part, captures| match part {
-            0 => import_matches.push(captures.to_vec()),
-            1 => fence_matches.push(captures.to_vec()),
-            _ => {
-                if let (Some(def), Some(name)) =
-                    (capture(captures, qf.def), capture(captures, qf.name))
-                {
-                    functions
-                        .entry(node_text(name, text).to_owned())
-                        .or_default()
-                        .push(def);
-                } else if let (Some(name), Some(value)) = (
-                    capture(captures, qf.assignment_name),
-                    capture(captures, qf.assignment_value),
-                ) && let Some(assignment) = name.parent()
-                {
-                    assignments
-                        .entry(node_text(name, text).to_owned())
-                        .or_default()
-                        .push((assignment, value));
-                }
-            }
-        },
+        &bindings,
+        vocabulary,
     );
-    let bindings = Bindings::collect(&import_matches, text);
-    let mut fences = collect_fences(root, &fence_matches, text, &bindings, vocabulary);
+    if resolve.anchored && !fences.wrappers.is_empty() {
+        // A module-level patch may use a wrapper as its fence: look around
+        // the wrappers' names too.
+        let wrappers: Vec<String> = fences.wrappers.iter().cloned().collect();
+        fences = collect_fences(
+            root,
+            &resolve.fence_matches(&bindings, vocabulary, &wrappers),
+            text,
+            &bindings,
+            vocabulary,
+        );
+    }
 
     // `_compiler_disable = torch.compiler.disable` at module level: an alias
-    // of a fence is a fence.
-    for (name, list) in &assignments {
-        for (assignment, value) in list {
-            if binding_scope(*assignment).is_none()
-                && let Some(value) = dotted(*value, text)
+    // of a fence is a fence, and an alias of an alias too. (Its value names
+    // a fence word, an import alias of one, a wrapper or an alias found
+    // before, so the anchored lookup finds it.)
+    let mut words: Vec<String> = fence_words(&bindings, vocabulary)
+        .into_iter()
+        .chain(fences.wrappers.iter().cloned())
+        .collect();
+    while !words.is_empty() {
+        let mut found = Vec::new();
+        for (name, assignment, value) in resolve.assignments_mentioning(&words) {
+            if !fences.wrappers.contains(&name)
+                && binding_scope(assignment).is_none()
+                && let Some(value) = dotted(value, text)
                 && (fences.wrappers.contains(&value)
                     || is_fence_path(&bindings.resolve(&value), vocabulary))
             {
                 fences.wrappers.insert(name.clone());
+                found.push(name);
             }
         }
+        words = found;
     }
 
     let mut ctx = FileContext {
@@ -739,8 +1015,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
         vocabulary,
         bindings,
         fences,
-        functions,
-        assignments,
+        names: resolve,
         classes,
     };
 
@@ -984,19 +1259,24 @@ fn resolve_name<'t>(
         };
         // The last binding before the call wins; fall back to any in scope
         // (a def after the call is still bound when the call runs later).
-        let def = ctx.functions.get(name).and_then(|defs| {
-            let in_scope: Vec<_> = defs.iter().copied().filter(|d| in_scope(*d)).collect();
+        let named = ctx.names.named(name);
+        let def = {
+            let in_scope: Vec<_> = named
+                .defs
+                .iter()
+                .copied()
+                .filter(|d| in_scope(*d))
+                .collect();
             in_scope
                 .iter()
                 .copied()
                 .rfind(|d| d.start_byte() < site.start_byte())
                 .or_else(|| in_scope.first().copied())
-        });
-        let assignment = ctx.assignments.get(name).and_then(|list| {
-            list.iter()
-                .copied()
-                .rfind(|(a, _)| in_scope(*a) && a.start_byte() < site.start_byte())
-        });
+        };
+        let assignment = named
+            .assignments
+            .into_iter()
+            .rfind(|(a, _)| in_scope(*a) && a.start_byte() < site.start_byte());
         match (def, assignment) {
             (Some(def), Some((a, _))) if def.start_byte() > a.start_byte() => {
                 return Resolved::Def(def);
@@ -1283,4 +1563,59 @@ fn import_block_end(root: Node<'_>, text: &str) -> Option<usize> {
         }
     }
     last.map(|node| next_line_start(text, node.end_byte()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The facts with queries anchored to the words their matches hold, and
+    /// with every tree walked whole.
+    fn both_ways(text: &str) -> (String, String) {
+        let vocabulary = Vocabulary::default();
+        let tree = crate::parse::parse(text).unwrap();
+        let anchored = analyze(&tree, text, &vocabulary, true);
+        let walked = analyze(&tree, text, &vocabulary, false);
+        (format!("{anchored:?}"), format!("{walked:?}"))
+    }
+
+    #[test]
+    fn many_hooks_registered_by_name_resolve_as_with_a_whole_walk() {
+        // Past a few dozen names the lookups switch to one whole walk.
+        let mut text = String::from("import torch\n\n");
+        for i in 0..80 {
+            let body = if i % 2 == 0 {
+                "m.to('cuda')"
+            } else {
+                "return None"
+            };
+            text.push_str(&format!("def hook_{i}(m, args):\n    {body}\n\n"));
+            text.push_str(&format!("alias_{i} = hook_{i}\n"));
+        }
+        for i in 0..80 {
+            text.push_str(&format!("model.register_forward_pre_hook(alias_{i})\n"));
+        }
+        let (anchored, walked) = both_ways(&text);
+        assert_eq!(anchored, walked);
+        assert_eq!(anchored.matches("qualname: \"hook_").count(), 80);
+    }
+
+    #[test]
+    fn many_classes_and_fences_are_found_as_with_a_whole_walk() {
+        // Past a few hundred places the anchored walk spans them all at once.
+        let mut text = String::from("import torch\nfrom hooks import ModelHook\n\n");
+        for i in 0..400 {
+            let fence = if i % 3 == 0 {
+                "    @torch.compiler.disable()\n"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "class H{i}(ModelHook):\n{fence}    def pre_forward(self, m):\n        m.to('cuda')\n\n"
+            ));
+        }
+        let (anchored, walked) = both_ways(&text);
+        assert_eq!(anchored, walked);
+        assert_eq!(anchored.matches("ClassFact").count(), 400);
+    }
 }

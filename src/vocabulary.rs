@@ -181,19 +181,24 @@ impl Vocabulary {
             .filter(|r| crate::prefilter::is_whole_word(text.as_bytes(), r.start, r.end))
             .collect();
         ranges.sort_by_key(|r| r.start);
-        let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            match merged.last_mut() {
-                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
-                _ => merged.push(range),
-            }
-        }
-        merged
+        merge_ranges(ranges)
     }
 
     pub fn is_protocol_base(&self, name: &str) -> bool {
         self.protocol_bases.iter().any(|b| b == name)
     }
+}
+
+/// Sorted ranges with the overlapping ones merged.
+pub fn merge_ranges(sorted: Vec<std::ops::Range<usize>>) -> Vec<std::ops::Range<usize>> {
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(sorted.len());
+    for range in sorted {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
 }
 
 impl Default for Vocabulary {

@@ -312,6 +312,42 @@ fn fixtures() {
 }
 
 #[test]
+fn fixtures_give_the_same_answer_with_and_without_the_prefilter() {
+    // Without the prefilter every file is parsed and every tree walked
+    // whole; with it, queries run only around the words their matches must
+    // hold. Every fixture must come out the same either way.
+    let whole = hookfence::Options {
+        prefilter: false,
+        ..hookfence::Options::default()
+    };
+    let mut paths: Vec<PathBuf> =
+        std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+    paths.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/offload_project"));
+    paths.sort();
+    for path in paths {
+        for all_hooks in [false, true] {
+            let anchored = run_fixture(&path, all_hooks);
+            let walked = run_fixture_with(
+                &path,
+                &hookfence::Options {
+                    all_hooks,
+                    ..whole.clone()
+                },
+            );
+            assert_eq!(
+                anchored,
+                walked,
+                "{} (all_hooks: {all_hooks})",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
 fn fixtures_with_all_hooks_keep_every_invariant() {
     // --all-hooks fences more; the invariants must hold all the same.
     snapshot_settings().bind(|| {
