@@ -256,7 +256,7 @@ fn skip_blanks(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// Where to stop parsing a file read only for its `fullgraph=True`
-/// arguments: the start of the first line after the last `fullgraph` that
+/// arguments: the start of the first line after the last `fullgraph=True` that
 /// begins at column 0 with a name or a decorator, as a top-level statement
 /// does. `None` if there is no such line (or no `fullgraph`).
 ///
@@ -266,7 +266,11 @@ fn skip_blanks(bytes: &[u8], mut i: usize) -> usize {
 /// every `fullgraph=True` in it parses as in the whole file.
 pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    let last = memchr::memmem::rfind(bytes, fullgraph_keyword().as_bytes())?;
+    // The last `fullgraph=True`: later mentions (`fullgraph=False`, a
+    // comment) cannot be matches.
+    let last = memchr::memmem::find_iter(bytes, fullgraph_keyword().as_bytes())
+        .filter(|&at| fullgraph_at(text, at))
+        .last()?;
     let mut line = last + memchr::memchr(b'\n', &bytes[last..])? + 1;
     while line < bytes.len() {
         if matches!(bytes[line], b'@' | b'_') || bytes[line].is_ascii_alphabetic() {
@@ -470,6 +474,9 @@ mod tests {
         assert_eq!(fullgraph_prefix_end("f(fullgraph=True)\n"), None);
         assert_eq!(fullgraph_prefix_end("f(fullgraph=True)"), None);
         assert_eq!(fullgraph_prefix_end("x = 1\n"), None);
+        // Later mentions that cannot match do not push the cut back.
+        let text = "f(fullgraph=True)\ng(1)\nh(fullgraph=False)\n# fullgraph\nk(2)\n";
+        assert_eq!(fullgraph_prefix_end(text), text.find("g(1)"));
         assert_eq!(
             fullgraph_prefix_end("f(fullgraph=True)\n@dec\ndef g(): pass\n"),
             Some(18)
