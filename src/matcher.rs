@@ -489,20 +489,22 @@ fn fence_words(bindings: &Bindings, vocabulary: &Vocabulary) -> Vec<String> {
 /// The whole-word occurrences of `words` in `text` (and, with `anywhere`,
 /// the occurrences of those strings inside longer words too), as ranges.
 fn word_ranges(text: &str, words: &[&str], anywhere: &[&str]) -> Vec<std::ops::Range<usize>> {
-    let patterns: Vec<&str> = words.iter().chain(anywhere).copied().collect();
-    if patterns.is_empty() {
-        return Vec::new();
+    let bytes = text.as_bytes();
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    for (word, whole) in words
+        .iter()
+        .map(|w| (w, true))
+        .chain(anywhere.iter().map(|w| (w, false)))
+    {
+        if word.is_empty() {
+            continue;
+        }
+        ranges.extend(
+            memchr::memmem::find_iter(bytes, word.as_bytes())
+                .map(|at| at..at + word.len())
+                .filter(|r| !whole || crate::prefilter::is_whole_word(bytes, r.start, r.end)),
+        );
     }
-    let searcher =
-        aho_corasick::AhoCorasick::new(&patterns).expect("plain literal words always build");
-    let mut ranges: Vec<std::ops::Range<usize>> = searcher
-        .find_overlapping_iter(text)
-        .filter(|m| {
-            m.pattern().as_usize() >= words.len()
-                || crate::prefilter::is_whole_word(text.as_bytes(), m.start(), m.end())
-        })
-        .map(|m| m.range())
-        .collect();
     ranges.sort_by_key(|r| r.start);
     crate::vocabulary::merge_ranges(ranges)
 }
