@@ -171,9 +171,9 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "SHELL", help_heading = "Output")]
     pub completions: Option<clap_complete::Shell>,
 
-    /// Parse every file, not only those that can hold a hook (slower; the
-    /// result is the same, except that syntax errors in files that cannot
-    /// matter are reported too).
+    /// Parse every file and query every tree whole, not only the files and
+    /// places that can hold a hook (slower; the result is the same, except
+    /// that syntax errors in files that cannot matter are reported too).
     #[arg(long, help_heading = "Performance")]
     pub no_prefilter: bool,
 
