@@ -517,8 +517,20 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let vocabulary = &options.vocabulary;
     let progress = options.progress.as_ref();
-    let mut searched: BTreeSet<String> =
-        vocabulary.needles.iter().map(|n| n.name.clone()).collect();
+    // The names already searched as class names: a needle searched only in
+    // another shape (a hook method after `def`) is not, so a class named
+    // `post_forward` is still followed.
+    let mut searched: BTreeSet<String> = vocabulary
+        .needles
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.context,
+                prefilter::Context::Word | prefilter::Context::Anywhere
+            )
+        })
+        .map(|n| n.name.clone())
+        .collect();
     let first_needles = options
         .prefilter
         .then(|| prefilter::Needles::new(vocabulary.needles.iter().cloned()));

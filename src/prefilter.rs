@@ -184,7 +184,7 @@ fn is_ascii_word(b: u8) -> bool {
 /// line continuations, and the bytes of non-ASCII characters (its grammar
 /// allows some Unicode spaces).
 fn is_gap(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\x0c' | b'\r' | b'\n' | b'\\') || b >= 0x80
+    matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r' | b'\n' | b'\\') || b >= 0x80
 }
 
 /// Whether `start..end` of `bytes` is not part of a longer ASCII name.
@@ -296,6 +296,16 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
 pub fn class_base_words(text: &str) -> Option<Vec<String>> {
     const LONGEST_BASE_LIST: usize = 4096;
     let bytes = text.as_bytes();
+    // Tree-sitter also skips a vertical tab and the zero-width characters
+    // U+200B, U+2060 and U+FEFF between tokens (CPython does not): in a file
+    // holding one, this reading cannot vouch for anything.
+    if memchr::memchr(b'\x0b', bytes).is_some()
+        || ["\u{200b}", "\u{2060}", "\u{feff}"]
+            .iter()
+            .any(|c| memchr::memmem::find(bytes, c.as_bytes()).is_some())
+    {
+        return None;
+    }
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
     let mut words = Vec::new();
     for at in memchr::memmem::find_iter(bytes, b"class") {
@@ -308,9 +318,15 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
             Some(b'\\') => return None,
             _ => continue,
         }
-        // A class statement starts its line (after indentation).
-        let line = &bytes[text[..at].rfind('\n').map_or(0, |p| p + 1)..at];
-        if !line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\x0c')) {
+        // A class statement starts its line (after indentation; a lone CR
+        // ends a line too), or follows a `;` or `:` on it, which tree-sitter
+        // accepts.
+        let line_start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n' || b == b'\r')
+            .map_or(0, |p| p + 1);
+        let before = bytes[line_start..at].trim_ascii_end();
+        if !(before.is_empty() || before.ends_with(b";") || before.ends_with(b":")) {
             continue;
         }
         let mut i = after;
@@ -459,6 +475,7 @@ mod tests {
         assert!(mentions("torch.compile(m, fullgraph=True)"));
         assert!(mentions("compile(m,\n    fullgraph = True)"));
         assert!(mentions("compile(m, fullgraph=  # always\n    True)"));
+        assert!(mentions("compile(m, fullgraph\x0b=True)"));
         assert!(!mentions("torch.compile(m, fullgraph=False)"));
         assert!(!mentions("torch.compile(m, fullgraph=flag)"));
         assert!(!mentions("torch.compile(m, fullgraph=Trueish)"));
@@ -522,6 +539,22 @@ mod tests {
         assert_eq!(words("class \\\n    A(B):\n"), None);
         assert_eq!(words("class A(B\n"), None);
         assert_eq!(words("class A\n"), None);
+        // Line breaks and separators tree-sitter accepts.
+        assert_eq!(
+            words("from b import B\r\rclass A(B):\r    pass\r"),
+            Some("B".into())
+        );
+        assert_eq!(words("x = 1\rclass A(B):\n    pass\n"), Some("B".into()));
+        assert_eq!(words("x = 1; class A(B): pass\n"), Some("B".into()));
+        assert_eq!(words("if x: class A(B): pass\n"), Some("B".into()));
+        for odd in [
+            "class\x0bA(B):",
+            "\u{200b}class A(B):",
+            "class A(\u{feff}B):",
+            "class\u{2060} A(B):",
+        ] {
+            assert_eq!(words(odd), None, "{odd:?}");
+        }
         // Prose that cannot be a class statement is skipped.
         assert_eq!(
             words(
@@ -593,6 +626,7 @@ mod tests {
         assert!(needed("register_forward_hook (hook)"));
         assert!(needed("(m.register_forward_hook  # why\n    (hook))"));
         assert!(needed("m.register_forward_hook\\\n(hook)"));
+        assert!(needed("m.register_forward_hook\x0b(hook)"));
         assert!(!needed("see `register_forward_hook` in the docs"));
         assert!(!needed("f = m.register_forward_hook\n"));
         assert!(!needed("m.register_forward_hooks(hook)"));

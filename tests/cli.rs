@@ -1516,6 +1516,84 @@ fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
     assert_eq!(p.snapshot(), before, "nothing is written");
 }
 
+/// The same run with and without the prefilter: stdout, stderr and exit code.
+fn both_modes(p: &Project, args: &[&str]) -> (String, String) {
+    let mut fast = args.to_vec();
+    fast.push(".");
+    let mut full = vec!["--no-prefilter"];
+    full.extend_from_slice(args);
+    full.push(".");
+    let show = |run: Run| {
+        format!(
+            "exit {:?}\n{}\n{}",
+            run.code,
+            String::from_utf8_lossy(&run.stdout),
+            run.stderr
+        )
+    };
+    (show(p.run(&fast)), show(p.run(&full)))
+}
+
+#[test]
+fn prefilter_and_full_parse_agree_on_odd_but_parsable_text() {
+    // Cases a review found where the prefilter used to drop a file that
+    // tree-sitter parses into a hook (or a link in a hook's class chain):
+    // lone CR line ends, a class after `;`, a vertical tab or a zero-width
+    // character between tokens, a hook class named like a hook method.
+    const BASE: &[u8] =
+        b"from accelerate.hooks import ModelHook\n\nclass Base(ModelHook):\n    pass\n";
+    const SUB: &[u8] =
+        b"from mid import Mid\n\nclass H(Mid):\n    def pre_forward(self, m):\n        m.to(\"cuda\")\n";
+    const REGISTERED: &[u8] = b"import torch\n\ndef hook(m, args):\n    m.to(\"cuda\")\n\nmodel = torch.nn.Linear(1, 1)\nmodel.register_forward_pre_hook(hook)\n";
+    let chain = |mid: &'static [u8]| vec![("base.py", BASE), ("mid.py", mid), ("h.py", SUB)];
+    type Files = Vec<(&'static str, &'static [u8])>;
+    let cases: Vec<(&str, Files)> = vec![
+        ("lone CR", chain(b"from base import Base\r\rclass Mid(Base):\r    pass\r")),
+        ("CR then class", chain(b"from base import Base\nx = 1\rclass Mid(Base):\n    pass\n")),
+        ("class after ;", chain(b"from base import Base\nx = 1; class Mid(Base): pass\n")),
+        ("VT after class", chain(b"from base import Base\n\nclass\x0bMid(Base):\n    pass\n")),
+        ("ZWSP before class", chain("from base import Base\n\n\u{200b}class Mid(Base):\n    pass\n".as_bytes())),
+        ("BOM mid-file", chain("from base import Base\n\n\u{feff}class Mid(Base):\n    pass\n".as_bytes())),
+        ("WJ after class", chain("from base import Base\n\nclass\u{2060}Mid(Base):\n    pass\n".as_bytes())),
+        ("ZWSP in bases", chain("from base import Base\n\nclass Mid(\u{200b}Base):\n    pass\n".as_bytes())),
+        ("BOM in bases", chain("from base import Base\n\nclass Mid(Base\u{feff}):\n    pass\n".as_bytes())),
+        (
+            "class named post_forward",
+            vec![
+                ("base.py", b"from accelerate.hooks import ModelHook\n\nclass post_forward(ModelHook):\n    pass\n"),
+                ("mid.py", b"from base import post_forward\n\nclass Mid(post_forward):\n    pass\n"),
+                ("h.py", SUB),
+            ],
+        ),
+        (
+            "VT before (",
+            vec![("a.py", b"import torch\n\ndef hook(m, args):\n    m.to(\"cuda\")\n\nmodel = torch.nn.Linear(1, 1)\nmodel.register_forward_pre_hook\x0b(hook)\n")],
+        ),
+        (
+            "VT before =True",
+            vec![("a.py", REGISTERED), ("b.py", b"import torch\nm = torch.compile(m, fullgraph\x0b=True)\n")],
+        ),
+    ];
+    for (name, files) in cases {
+        let p = Project::new(&files);
+        for args in [
+            &[][..],
+            &["--all-hooks"],
+            &["--format", "json"],
+            &["--list"],
+        ] {
+            let (fast, full) = both_modes(&p, args);
+            assert_eq!(fast, full, "{name} {args:?}");
+        }
+        // Each case has something to find, so agreeing on nothing would not do.
+        let (fast, _) = both_modes(&p, &[]);
+        assert!(
+            fast.contains("Would fence 1 hook in 1 file") || fast.contains("fullgraph=True raises"),
+            "{name}: {fast}"
+        );
+    }
+}
+
 #[test]
 fn an_unused_suppression_is_reported_in_a_file_without_hooks() {
     let p = Project::new(&[
