@@ -486,29 +486,6 @@ fn fence_words(bindings: &Bindings, vocabulary: &Vocabulary) -> Vec<String> {
     words
 }
 
-/// The whole-word occurrences of `words` in `text` (and, with `anywhere`,
-/// the occurrences of those strings inside longer words too), as ranges.
-fn word_ranges(text: &str, words: &[&str], anywhere: &[&str]) -> Vec<std::ops::Range<usize>> {
-    let bytes = text.as_bytes();
-    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
-    for (word, whole) in words
-        .iter()
-        .map(|w| (w, true))
-        .chain(anywhere.iter().map(|w| (w, false)))
-    {
-        if word.is_empty() {
-            continue;
-        }
-        ranges.extend(
-            memchr::memmem::find_iter(bytes, word.as_bytes())
-                .map(|at| at..at + word.len())
-                .filter(|r| !whole || crate::prefilter::is_whole_word(bytes, r.start, r.end)),
-        );
-    }
-    ranges.sort_by_key(|r| r.start);
-    crate::vocabulary::merge_ranges(ranges)
-}
-
 /// What the `resolve` query (imports, fences, functions) finds in one file.
 ///
 /// Without anchoring, one walk of the whole tree finds everything. With it,
@@ -545,7 +522,7 @@ impl<'t> Resolve<'t> {
         let mut imports = Vec::new();
         let mut fences = Vec::new();
         let mut named: HashMap<String, Named<'t>> = HashMap::new();
-        let ranges = anchored.then(|| word_ranges(text, &["import"], &[]));
+        let ranges = anchored.then(|| crate::prefilter::word_ranges(text, &["import"], &[]));
         for_each_combined(
             &QUERIES.resolve,
             root,
@@ -584,7 +561,7 @@ impl<'t> Resolve<'t> {
             return Named::default();
         }
         let ranges = (self.named.borrow().len() < MOST_LOOKUPS)
-            .then(|| word_ranges(self.text, &[name], &[]));
+            .then(|| crate::prefilter::word_ranges(self.text, &[name], &[]));
         let mut found: HashMap<String, Named<'t>> = HashMap::new();
         for_each_combined(
             &QUERIES.resolve,
@@ -627,7 +604,7 @@ impl<'t> Resolve<'t> {
         let words = fence_words(bindings, vocabulary);
         let words: Vec<&str> = words.iter().chain(wrappers).map(String::as_str).collect();
         // An opt-out comment holds `disable` anywhere in its callee.
-        let ranges = word_ranges(self.text, &words, &["disable"]);
+        let ranges = crate::prefilter::word_ranges(self.text, &words, &["disable"]);
         let mut found = Vec::new();
         for_each_combined(
             &QUERIES.resolve,
@@ -650,7 +627,7 @@ impl<'t> Resolve<'t> {
         let mut found: Vec<(String, Node<'t>, Node<'t>)> = Vec::new();
         if self.anchored {
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
-            let ranges = word_ranges(self.text, &words, &[]);
+            let ranges = crate::prefilter::word_ranges(self.text, &words, &[]);
             for_each_combined(
                 &QUERIES.resolve,
                 self.root,

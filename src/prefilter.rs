@@ -193,6 +193,41 @@ pub fn is_whole_word(bytes: &[u8], start: usize, end: usize) -> bool {
         && bytes.get(end).is_none_or(|&b| !is_ascii_word(b))
 }
 
+/// The whole-word occurrences of `words` in `text` (and the occurrences of
+/// `anywhere`, inside longer words too), as sorted ranges with the
+/// overlapping ones merged: where a query anchored to those words must look.
+pub fn word_ranges<W: AsRef<str>>(
+    text: &str,
+    words: &[W],
+    anywhere: &[&str],
+) -> Vec<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut ranges: Vec<std::ops::Range<usize>> = Vec::new();
+    for (word, whole) in words
+        .iter()
+        .map(|w| (w.as_ref(), true))
+        .chain(anywhere.iter().map(|w| (*w, false)))
+    {
+        if word.is_empty() {
+            continue;
+        }
+        ranges.extend(
+            memchr::memmem::find_iter(bytes, word.as_bytes())
+                .map(|at| at..at + word.len())
+                .filter(|r| !whole || is_whole_word(bytes, r.start, r.end)),
+        );
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        match merged.last_mut() {
+            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+            _ => merged.push(range),
+        }
+    }
+    merged
+}
+
 /// Whether the name at `start..end` could be what a query with `context`
 /// matches.
 fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {

@@ -33,6 +33,9 @@ pub struct Vocabulary {
     /// The names whose presence (where their query could match them) makes
     /// a file worth parsing.
     pub needles: BTreeSet<Needle>,
+    /// Every word a match of the `scan` query must contain (see
+    /// [`Vocabulary::anchor_ranges`]).
+    anchors: Vec<String>,
 }
 
 /// The queries a vocabulary compiles to.
@@ -45,9 +48,6 @@ pub struct CompiledVocabulary {
     pub fullgraph_argument: u32,
     pub hook_methods: HookMethods,
     pub registrations: Registrations,
-    /// Every literal a match of `scan` must contain (see
-    /// [`Vocabulary::anchor_ranges`]).
-    anchors: aho_corasick::AhoCorasick,
 }
 
 /// Adds `extra` strings to the `#any-of?` predicate on `@capture` in `scm`.
@@ -124,7 +124,16 @@ impl Vocabulary {
             .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
             .collect();
 
+        // A class statement starts with the keyword `class`; the other parts
+        // of `scan` match names their predicates spell out.
+        let anchors: Vec<String> = ["class".to_owned()]
+            .into_iter()
+            .chain(predicate_strings(queries::FULLGRAPH_SCM))
+            .chain(predicate_strings(&hook_methods_scm))
+            .chain(predicate_strings(&registrations_scm))
+            .collect();
         Vocabulary {
+            anchors,
             hook_methods_scm,
             registrations_scm,
             compiled: std::sync::OnceLock::new(),
@@ -145,22 +154,12 @@ impl Vocabulary {
                 &self.hook_methods_scm,
                 &self.registrations_scm,
             ]);
-            // A class statement starts with the keyword `class`; the other
-            // parts match names their predicates spell out.
-            let anchors: Vec<String> = ["class".to_owned()]
-                .into_iter()
-                .chain(predicate_strings(queries::FULLGRAPH_SCM))
-                .chain(predicate_strings(&self.hook_methods_scm))
-                .chain(predicate_strings(&self.registrations_scm))
-                .collect();
             CompiledVocabulary {
                 classes: Classes::new(&scan),
                 fullgraph_argument: scan.capture("fullgraph.argument"),
                 hook_methods: HookMethods::new(&scan),
                 registrations: Registrations::new(&scan),
                 scan,
-                anchors: aho_corasick::AhoCorasick::new(&anchors)
-                    .expect("plain literal anchors always build"),
             }
         })
     }
@@ -171,34 +170,14 @@ impl Vocabulary {
     /// statement its keyword, the others a name their predicate fixes), so
     /// looking only there finds exactly what a walk of the whole tree finds.
     pub fn anchor_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
-        let mut ranges: Vec<std::ops::Range<usize>> = self
-            .compiled()
-            .anchors
-            .find_overlapping_iter(text)
-            .map(|m| m.range())
-            // Keywords and names are whole words (`classmethod` is no class
-            // statement); a non-ASCII neighbour is given the benefit of the doubt.
-            .filter(|r| crate::prefilter::is_whole_word(text.as_bytes(), r.start, r.end))
-            .collect();
-        ranges.sort_by_key(|r| r.start);
-        merge_ranges(ranges)
+        // Keywords and names are whole words (`classmethod` is no class
+        // statement); a non-ASCII neighbour is given the benefit of the doubt.
+        crate::prefilter::word_ranges(text, &self.anchors, &[])
     }
 
     pub fn is_protocol_base(&self, name: &str) -> bool {
         self.protocol_bases.iter().any(|b| b == name)
     }
-}
-
-/// Sorted ranges with the overlapping ones merged.
-pub fn merge_ranges(sorted: Vec<std::ops::Range<usize>>) -> Vec<std::ops::Range<usize>> {
-    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(sorted.len());
-    for range in sorted {
-        match merged.last_mut() {
-            Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
-            _ => merged.push(range),
-        }
-    }
-    merged
 }
 
 impl Default for Vocabulary {
