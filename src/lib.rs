@@ -275,8 +275,8 @@ fn load(
 /// made it a candidate), so only the `fullgraph=True` arguments are looked
 /// for.
 fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
-    // The statements up to the last `fullgraph` are enough when they parse
-    // cleanly on their own (see `prefilter::fullgraph_prefix_end`).
+    // The statements up to the last `fullgraph=True` are enough when they
+    // parse cleanly on their own (see `prefilter::fullgraph_prefix_end`).
     let prefix = prefilter::fullgraph_prefix_end(&source.text)
         .map(|end| &source.text[..end])
         .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))

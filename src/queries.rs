@@ -10,21 +10,16 @@ pub fn language() -> Language {
     tree_sitter_python::LANGUAGE.into()
 }
 
-/// One compiled query and the index of each capture name it exports.
+/// One compiled query, run on its own.
 pub struct Compiled {
     pub query: Query,
-    /// Its source, so several queries can be run as one (see [`Combined`]).
-    pub source: String,
 }
 
 impl Compiled {
     pub fn new(name: &str, text: &str) -> Compiled {
         let query = Query::new(&language(), text)
             .unwrap_or_else(|err| panic!("queries/{name}.scm does not compile: {err}"));
-        Compiled {
-            query,
-            source: text.to_owned(),
-        }
+        Compiled { query }
     }
 
     pub fn capture(&self, name: &str) -> u32 {
