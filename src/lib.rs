@@ -12,7 +12,9 @@ pub mod config;
 pub mod discover;
 pub mod edit;
 pub mod error;
+pub mod evidence;
 pub mod guard;
+pub mod index;
 pub mod interrupt;
 pub mod matcher;
 pub mod parse;
@@ -24,6 +26,7 @@ pub mod report;
 pub mod resolve;
 pub mod review;
 pub mod source;
+pub mod syntax;
 pub mod vcs;
 pub mod vocabulary;
 pub mod wrap;
@@ -150,6 +153,8 @@ struct Loaded {
     classes: Vec<matcher::ClassFact>,
     /// Whether it has hook candidates (then `fullgraph=True` matters).
     has_candidates: bool,
+    /// What the project index records of it.
+    module: Option<std::sync::Arc<index::ModuleFacts>>,
     work: Work,
 }
 
@@ -243,18 +248,30 @@ fn load(
         && facts.unresolved.is_empty()
         && facts.fullgraph.is_empty()
         && facts.suppressions.is_empty();
+    let module = std::sync::Arc::new(index::ModuleFacts::build(
+        path,
+        tree.root_node(),
+        &source.text,
+        &options.vocabulary,
+    ));
     let work = if nothing {
         Work::Nothing
-    } else if facts.candidates.iter().all(|c| c.owner.is_none()) {
+    } else if facts.candidates.iter().all(|c| {
+        c.owner.is_none()
+            && (c.fence != matcher::FenceState::Unfenced || c.own_evidence().is_some())
+    }) {
         // Only the class index could change a decision, and only for
-        // protocol methods: plan now, while the other files are read (and
-        // while the tree is at hand to check the rewrite incrementally).
+        // protocol methods; only the project index, and only for hooks
+        // whose own body shows no offload work: plan now, while the other
+        // files are read (and while the tree is at hand to check the
+        // rewrite incrementally).
         let index = ClassIndex::default();
         Work::Done(Box::new(finish(
             path.to_path_buf(),
             source,
             facts,
             &index,
+            None,
             options,
             Some(&tree),
         )))
@@ -266,6 +283,7 @@ fn load(
         path: path.to_path_buf(),
         classes,
         has_candidates,
+        module: Some(module),
         work,
     })
 }
@@ -300,6 +318,7 @@ fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
         path: path.to_path_buf(),
         classes: Vec::new(),
         has_candidates: false,
+        module: None,
         work,
     })
 }
@@ -358,12 +377,24 @@ fn finish(
     source: Source,
     mut facts: FileFacts,
     index: &ClassIndex,
+    project: Option<&index::ProjectIndex<'_>>,
     options: &Options,
     tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
+    let chain =
+        |c: &matcher::Candidate| project.and_then(|p| p.chain_from(&path, c.at.line, c.at.column));
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
-        .filter_map(|c| resolve::decide(c, index, options.all_hooks, &options.vocabulary, &path))
+        .filter_map(|c| {
+            resolve::decide(
+                c,
+                index,
+                options.all_hooks,
+                &options.vocabulary,
+                &path,
+                chain,
+            )
+        })
         .collect();
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
@@ -650,6 +681,10 @@ fn conclude(
     for file in &loaded {
         index.add(&file.classes);
     }
+    let project = index::ProjectIndex::new(
+        loaded.iter().filter_map(|l| l.module.clone()).collect(),
+        &options.vocabulary,
+    );
     let mut finished: Vec<Result<FileReport, FileError>> = Vec::new();
     let mut waiting: Vec<(PathBuf, Source, FileFacts)> = Vec::new();
     for file in loaded {
@@ -664,11 +699,9 @@ fn conclude(
     }
     // Largest first, so a big file does not finish alone at the end.
     waiting.sort_by_key(|(_, source, _)| std::cmp::Reverse(source.text.len()));
-    finished.par_extend(
-        waiting
-            .into_par_iter()
-            .map(|(path, source, facts)| finish(path, source, facts, &index, options, None)),
-    );
+    finished.par_extend(waiting.into_par_iter().map(|(path, source, facts)| {
+        finish(path, source, facts, &index, Some(&project), options, None)
+    }));
     let mut reports = Vec::new();
     for result in finished {
         match result {

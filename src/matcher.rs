@@ -78,8 +78,16 @@ pub struct Candidate {
     pub registered_at: Option<Position>,
     pub fence: FenceState,
     pub target: Target,
-    /// The first sign of offload work in its body, in words.
-    pub evidence: Option<String>,
+    /// The signs in its own body, counted or discounted (see
+    /// [`crate::evidence`]).
+    pub signs: Vec<crate::evidence::Sign>,
+}
+
+impl Candidate {
+    /// The first sign in its own body that counts as offload work.
+    pub fn own_evidence(&self) -> Option<&crate::evidence::Sign> {
+        self.signs.iter().find(|s| s.counts())
+    }
 }
 
 /// A register call whose hook cannot be found statically.
@@ -206,7 +214,7 @@ fn position(node: Node<'_>, text: &str) -> Position {
 /// helper of the wrap strategy.
 /// A disable path, or a configured fence spelling (matched on the resolved
 /// path or as its last dotted segments).
-fn is_fence_path(path: &str, vocabulary: &Vocabulary) -> bool {
+pub(crate) fn is_fence_path(path: &str, vocabulary: &Vocabulary) -> bool {
     is_disable_path(path)
         || vocabulary
             .fence_spellings
@@ -226,9 +234,9 @@ fn is_disable_path(path: &str) -> bool {
 
 /// Import bindings of one file.
 #[derive(Default)]
-struct Bindings {
+pub(crate) struct Bindings {
     /// Every import in the file, whatever its scope: name -> dotted path.
-    any_scope: HashMap<String, String>,
+    pub(crate) any_scope: HashMap<String, String>,
     /// Imports at module level (not under a def, a class or `if TYPE_CHECKING`).
     module_level: BTreeMap<String, String>,
     /// Where the first module-level import of each of those names starts.
@@ -238,7 +246,7 @@ struct Bindings {
 }
 
 impl Bindings {
-    fn collect(matches: &[Vec<tree_sitter::QueryCapture<'_>>], text: &str) -> Bindings {
+    pub(crate) fn collect(matches: &[Vec<tree_sitter::QueryCapture<'_>>], text: &str) -> Bindings {
         let q = &QUERIES.imports;
         let mut bindings = Bindings::default();
         for captures in matches {
@@ -276,7 +284,7 @@ impl Bindings {
     }
 
     /// Resolves the first segment of a dotted name through the imports.
-    fn resolve(&self, dotted: &str) -> String {
+    pub(crate) fn resolve(&self, dotted: &str) -> String {
         let (first, rest) = dotted.split_once('.').unwrap_or((dotted, ""));
         match self.any_scope.get(first) {
             Some(path) if rest.is_empty() => path.clone(),
@@ -360,7 +368,7 @@ fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
 }
 
 /// Python's `__qualname__` of a definition node.
-fn qualname(def: Node<'_>, text: &str) -> String {
+pub(crate) fn qualname(def: Node<'_>, text: &str) -> String {
     let mut parts = Vec::new();
     let name_of = |n: Node<'_>| {
         n.child_by_field_name("name")
@@ -390,7 +398,7 @@ fn decorated(def: Node<'_>) -> Option<Node<'_>> {
     def.parent().filter(|p| p.kind() == "decorated_definition")
 }
 
-fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
+pub(crate) fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
     let Some(wrapper) = decorated(def) else {
         return Vec::new();
     };
@@ -402,7 +410,7 @@ fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
 }
 
 /// The expression a decorator applies, minus a trailing call: `@a.b(x)` -> `a.b`.
-fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
+pub(crate) fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
     let expression = decorator.named_child(0)?;
     let callee = if expression.kind() == "call" {
         expression.child_by_field_name("function")?
@@ -814,7 +822,7 @@ fn suppression_reason(comment: &str) -> Option<String> {
     (!reason.is_empty()).then(|| reason.to_owned())
 }
 
-fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
+pub(crate) fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
     let Some(list) = class.child_by_field_name("superclasses") else {
         return Vec::new();
     };
@@ -1397,9 +1405,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             line_ending: line_ending_at(text, insert_at),
             indent,
         },
-        evidence: def
-            .child_by_field_name("body")
-            .and_then(|body| offload_evidence(body, text)),
+        signs: crate::evidence::signs_in_function(def, text),
     }
 }
 
@@ -1460,39 +1466,8 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
             start: lambda.start_byte(),
             end: lambda.end_byte(),
         },
-        evidence: lambda
-            .child_by_field_name("body")
-            .and_then(|body| offload_evidence(body, text)),
+        signs: crate::evidence::signs_in_function(lambda, text),
     }
-}
-
-/// The first sign of offload work inside `body`, described for the user.
-pub fn offload_evidence(body: Node<'_>, text: &str) -> Option<String> {
-    let q = &QUERIES.offload_evidence.compiled.query;
-    let names = q.capture_names();
-    let mut first: Option<(usize, String)> = None;
-    for_each_match(q, body, text, |captures| {
-        for c in captures {
-            let detail = node_text(c.node, text);
-            let what = match names[c.index as usize] {
-                "evidence.move" => format!("moves or casts module state via .{detail}(...)"),
-                "evidence.transfer" => format!("moves tensors via {detail}(...)"),
-                "evidence.stream" => format!("synchronizes streams via .{detail}(...)"),
-                "evidence.onload" => format!("on/offloads via {detail}(...)"),
-                "evidence.non_blocking" => "passes non_blocking=".to_owned(),
-                "evidence.data" => "assigns to .data".to_owned(),
-                "evidence.delegate" => format!("delegates to other hooks' {detail}"),
-                _ => continue,
-            };
-            if first
-                .as_ref()
-                .is_none_or(|(at, _)| c.node.start_byte() < *at)
-            {
-                first = Some((c.node.start_byte(), what));
-            }
-        }
-    });
-    first.map(|(_, what)| what)
 }
 
 /// Where `import torch` goes: after the module docstring and any

@@ -131,6 +131,35 @@ impl Registrations {
 
 pub struct OffloadEvidence {
     pub compiled: Compiled,
+    /// `@evidence.call`: the call a sign stands in.
+    pub call: u32,
+}
+
+/// `index.scm` and `calls.scm` as one walk, for the project index.
+pub struct Index {
+    pub combined: Combined,
+    pub def: u32,
+    pub def_name: u32,
+    pub lambda: u32,
+    pub class: u32,
+    pub class_name: u32,
+    pub local: u32,
+    pub local_class: u32,
+    pub attr: u32,
+    pub attr_class: u32,
+    pub call: u32,
+    pub call_name: u32,
+    pub call_receiver: u32,
+    pub call_method: u32,
+}
+
+/// Captures of `calls.scm`.
+pub struct Calls {
+    pub compiled: Compiled,
+    pub call: u32,
+    pub name: u32,
+    pub receiver: u32,
+    pub method: u32,
 }
 
 /// Captures of `imports.scm`, as numbered in [`Queries::resolve`].
@@ -168,6 +197,8 @@ pub struct Fullgraph {
 pub struct Queries {
     pub functions: Functions,
     pub offload_evidence: OffloadEvidence,
+    pub calls: Calls,
+    pub index: Index,
     pub imports: Imports,
     pub fences: Fences,
     pub fullgraph: Fullgraph,
@@ -225,8 +256,42 @@ impl Queries {
                 patch_target: c("patch.target"),
                 optout_comment: c("optout.comment"),
             },
-            offload_evidence: OffloadEvidence {
-                compiled: load!("offload_evidence"),
+            offload_evidence: {
+                let compiled = load!("offload_evidence");
+                OffloadEvidence {
+                    call: compiled.capture("evidence.call"),
+                    compiled,
+                }
+            },
+            index: {
+                let combined = Combined::new(&[scm!("index"), scm!("calls")]);
+                let c = |name| combined.capture(name);
+                Index {
+                    def: c("index.def"),
+                    def_name: c("index.def_name"),
+                    lambda: c("index.lambda"),
+                    class: c("index.class"),
+                    class_name: c("index.class_name"),
+                    local: c("index.local"),
+                    local_class: c("index.local_class"),
+                    attr: c("index.attr"),
+                    attr_class: c("index.attr_class"),
+                    call: c("callsite.call"),
+                    call_name: c("callsite.name"),
+                    call_receiver: c("callsite.receiver"),
+                    call_method: c("callsite.method"),
+                    combined,
+                }
+            },
+            calls: {
+                let compiled = load!("calls");
+                Calls {
+                    call: compiled.capture("callsite.call"),
+                    name: compiled.capture("callsite.name"),
+                    receiver: compiled.capture("callsite.receiver"),
+                    method: compiled.capture("callsite.method"),
+                    compiled,
+                }
             },
             suppressions: {
                 let compiled = load!("suppressions");

@@ -16,7 +16,10 @@ fn reason(site: &HookSite) -> String {
     match &site.status {
         Status::Unfenced { evidence } => format!("{evidence}; {why}"),
         Status::Fenced(how) => format!("fenced by {how}; {why}"),
-        Status::NotOffload => format!("no device move, cast, stream sync or delegation; {why}"),
+        Status::NotOffload if site.discounted.is_empty() => {
+            format!("no device move, cast, stream sync or delegation; {why}")
+        }
+        Status::NotOffload => format!("no offload work ({}); {why}", site.discounted.join("; ")),
         Status::OptedOut { line } => {
             format!("commented-out disable decorator on line {line}; {why}")
         }

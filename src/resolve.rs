@@ -48,6 +48,22 @@ pub struct HookSite {
     pub why_hook: String,
     /// The edits that fence it, when it is unfenced.
     pub fix: Option<crate::edit::Fix>,
+    /// From the hook to the sign of offload work that decided it (empty when
+    /// none did).
+    pub evidence: Vec<EvidenceStep>,
+    /// Signs in its own body that were not counted, each with the reason.
+    pub discounted: Vec<String>,
+}
+
+/// One step from a hook to its evidence: a call into another function, or
+/// the sign itself.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EvidenceStep {
+    /// `call`, `fenced-callee`, or the sign's kind (`move`, `params`, ...).
+    pub kind: String,
+    pub detail: String,
+    pub path: std::path::PathBuf,
+    pub line: usize,
 }
 
 /// Every class name in the scanned tree and the bases each definition of it
@@ -103,13 +119,16 @@ impl ClassIndex {
 }
 
 /// Decides what a candidate is. `None`: not a hook at all (a `pre_forward`
-/// of a class that is no hook, or the protocol base's own no-op).
+/// of a class that is no hook, or the protocol base's own no-op). `chain`:
+/// what the project index found through the candidate's calls, asked only
+/// when its own body shows no offload work.
 pub fn decide(
     candidate: Candidate,
     index: &ClassIndex,
     all_hooks: bool,
     vocabulary: &crate::vocabulary::Vocabulary,
     path: &std::path::Path,
+    chain: impl FnOnce(&Candidate) -> Option<crate::index::Chain>,
 ) -> Option<HookSite> {
     let mut why = Vec::new();
     let mut lineage = Vec::new();
@@ -131,6 +150,56 @@ pub fn decide(
     if why.is_empty() {
         return None;
     }
+    let discounted: Vec<String> = candidate
+        .signs
+        .iter()
+        .filter_map(|s| {
+            s.discounted
+                .as_ref()
+                .map(|d| format!("line {}: {d}", s.line))
+        })
+        .collect();
+    let mut evidence: Vec<EvidenceStep> = Vec::new();
+    let own = candidate.own_evidence().cloned();
+    let described = match own {
+        Some(sign) => {
+            evidence.push(EvidenceStep {
+                kind: sign.kind.to_owned(),
+                detail: sign.detail.clone(),
+                path: path.to_path_buf(),
+                line: sign.line,
+            });
+            Some(sign.detail)
+        }
+        None => chain(&candidate).map(|chain| {
+            for step in &chain.steps {
+                evidence.push(EvidenceStep {
+                    kind: "call".to_owned(),
+                    detail: step.qualname.clone(),
+                    path: step.path.clone(),
+                    line: step.line,
+                });
+            }
+            if let Some(last) = chain.steps.last() {
+                match (&chain.sign, &chain.fenced) {
+                    (Some(sign), _) => evidence.push(EvidenceStep {
+                        kind: sign.kind.to_owned(),
+                        detail: sign.detail.clone(),
+                        path: last.path.clone(),
+                        line: sign.line,
+                    }),
+                    (None, Some(fence)) => evidence.push(EvidenceStep {
+                        kind: "fenced-callee".to_owned(),
+                        detail: format!("{} is fenced by {fence}", last.qualname),
+                        path: last.path.clone(),
+                        line: last.line,
+                    }),
+                    (None, None) => {}
+                }
+            }
+            chain.describe()
+        }),
+    };
     let status = match &candidate.fence {
         FenceState::Fenced(how) => Status::Fenced(how.clone()),
         FenceState::OptedOut { line } => Status::OptedOut { line: *line },
@@ -145,7 +214,7 @@ pub fn decide(
                 .map(|o| o.class.as_str())
                 .chain(lineage.iter().map(String::as_str))
                 .find(|name| name.to_ascii_lowercase().contains("offload"));
-            match (&candidate.evidence, named) {
+            match (&described, named) {
                 (Some(evidence), _) => Status::Unfenced {
                     evidence: evidence.clone(),
                 },
@@ -164,6 +233,8 @@ pub fn decide(
         status,
         why_hook: why.join(", "),
         fix: None,
+        evidence,
+        discounted,
     })
 }
 

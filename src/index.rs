@@ -1,0 +1,788 @@
+//! The project index: what each parsed module defines (functions, classes,
+//! imports, the calls each function makes, the offload signs in its own
+//! body, whether its authors fenced it), built once per file while its tree
+//! is at hand, and then asked across modules: which project function does
+//! this call reach, and does any function reachable from a hook do offload
+//! work?
+//!
+//! Modules the run did not parse (the prefilter skipped them, or they lie
+//! outside the given paths) are read, parsed and indexed on demand when a
+//! call resolves into them through an import, so a hook's evidence does not
+//! depend on which files were named.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tree_sitter::Node;
+
+use crate::evidence::{self, Sign};
+use crate::queries::QUERIES;
+use crate::syntax::{capture, dotted_name, enclosing_function, text_of};
+use crate::vocabulary::Vocabulary;
+
+/// How deep calls are followed from a hook.
+pub const MOST_CALL_DEPTH: usize = 6;
+/// A method called on a receiver of unknown type is looked up by name among
+/// the indexed classes only when at most this many define it.
+pub const MOST_UNTYPED_TARGETS: usize = 3;
+
+/// A call a function makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Callee {
+    /// `f(...)`
+    Name(String),
+    /// `receiver.method(...)`; the receiver as written, or `None` when it is
+    /// no plain dotted name (a call, a subscript).
+    Method {
+        receiver: Option<String>,
+        method: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFact {
+    pub callee: Callee,
+    pub line: usize,
+}
+
+/// One `def` or `lambda` of a module.
+#[derive(Debug, Clone)]
+pub struct FunctionFact {
+    /// Python's `__qualname__`.
+    pub qualname: String,
+    pub name: String,
+    /// 1-based line and column of the `def` / `lambda`.
+    pub line: usize,
+    pub column: usize,
+    /// The class whose `self` its body sees: the class it is defined in, or
+    /// for a closure, the class of the method around it.
+    pub self_class: Option<String>,
+    /// Whether it is defined directly in that class's body (a method).
+    pub is_method: bool,
+    /// The start byte of the function it is nested in, if any.
+    pub outer: Option<usize>,
+    pub start: usize,
+    /// How its authors fenced it, if they did (`@compiler.disable`).
+    pub fenced: Option<String>,
+    pub signs: Vec<Sign>,
+    pub calls: Vec<CallFact>,
+    /// Local names whose class an assignment tells (`h = Handle(...)`).
+    pub locals: HashMap<String, String>,
+}
+
+/// One class of a module.
+#[derive(Debug, Clone, Default)]
+pub struct ClassFacts {
+    pub name: String,
+    pub bases: Vec<String>,
+    /// `self.x = Cls(...)` anywhere in the class: `x -> Cls`.
+    pub attributes: HashMap<String, String>,
+    /// Its methods, as indices into [`ModuleFacts::functions`].
+    pub methods: Vec<usize>,
+}
+
+/// What the index knows of one module.
+#[derive(Debug, Clone, Default)]
+pub struct ModuleFacts {
+    pub path: PathBuf,
+    /// Dotted module name, when the file sits in a package (or at a root).
+    pub module: String,
+    pub functions: Vec<FunctionFact>,
+    pub classes: HashMap<String, ClassFacts>,
+    /// Bound name -> absolute dotted path (relative imports resolved).
+    pub imports: HashMap<String, String>,
+}
+
+impl ModuleFacts {
+    /// Indexes one parsed module.
+    pub fn build(path: &Path, root: Node<'_>, text: &str, vocabulary: &Vocabulary) -> ModuleFacts {
+        let module = module_name(path);
+        let package = package_of(path, &module);
+        let mut facts = ModuleFacts {
+            path: path.to_path_buf(),
+            module,
+            ..ModuleFacts::default()
+        };
+
+        // Imports, through the same reading the matcher uses.
+        let mut import_matches = Vec::new();
+        crate::syntax::each_match(&QUERIES.resolve.query, root, text, |pattern, captures| {
+            if QUERIES.resolve.part(pattern) == 0 {
+                import_matches.push(captures.to_vec());
+            }
+        });
+        let bindings = crate::matcher::Bindings::collect(&import_matches, text);
+        for (name, path) in &bindings.any_scope {
+            facts.imports.insert(name.clone(), absolute(path, &package));
+        }
+
+        let q = &QUERIES.index;
+        let mut by_start: HashMap<usize, usize> = HashMap::new();
+        let mut classes_by_start: HashMap<usize, String> = HashMap::new();
+        let mut calls = Vec::new();
+        let mut locals = Vec::new();
+        let mut attributes = Vec::new();
+        crate::syntax::each_match(&q.combined.query, root, text, |_, captures| {
+            if let Some(def) = capture(captures, q.def).or_else(|| capture(captures, q.lambda)) {
+                let name = capture(captures, q.def_name)
+                    .map_or("<lambda>".to_owned(), |n| text_of(n, text).to_owned());
+                by_start.insert(def.start_byte(), facts.functions.len());
+                facts
+                    .functions
+                    .push(function_fact(def, name, text, &bindings, vocabulary));
+            } else if let (Some(class), Some(name)) =
+                (capture(captures, q.class), capture(captures, q.class_name))
+            {
+                let name = text_of(name, text).to_owned();
+                classes_by_start.insert(class.start_byte(), name.clone());
+                facts.classes.entry(name.clone()).or_insert(ClassFacts {
+                    name,
+                    bases: crate::matcher::class_bases(class, text),
+                    ..ClassFacts::default()
+                });
+            } else if let Some(call) = capture(captures, q.call) {
+                let callee = match (
+                    capture(captures, q.call_name),
+                    capture(captures, q.call_method),
+                ) {
+                    (Some(name), _) => Callee::Name(text_of(name, text).to_owned()),
+                    (None, Some(method)) => Callee::Method {
+                        receiver: capture(captures, q.call_receiver)
+                            .and_then(|r| dotted_name(r, text)),
+                        method: text_of(method, text).to_owned(),
+                    },
+                    _ => return,
+                };
+                calls.push((call, callee));
+            } else if let (Some(local), Some(class)) =
+                (capture(captures, q.local), capture(captures, q.local_class))
+            {
+                locals.push((
+                    local,
+                    text_of(local, text).to_owned(),
+                    dotted_name(class, text),
+                ));
+            } else if let (Some(attr), Some(class)) =
+                (capture(captures, q.attr), capture(captures, q.attr_class))
+            {
+                attributes.push((
+                    attr,
+                    text_of(attr, text).to_owned(),
+                    dotted_name(class, text),
+                ));
+            }
+        });
+
+        for (call, callee) in calls {
+            let Some(owner) = enclosing_function(call).and_then(|f| by_start.get(&f.start_byte()))
+            else {
+                continue;
+            };
+            facts.functions[*owner].calls.push(CallFact {
+                callee,
+                line: call.start_position().row + 1,
+            });
+        }
+        for (node, name, class) in locals {
+            if let (Some(class), Some(owner)) = (
+                class,
+                enclosing_function(node).and_then(|f| by_start.get(&f.start_byte())),
+            ) {
+                facts.functions[*owner].locals.insert(name, class);
+            }
+        }
+        for (node, name, class) in attributes {
+            let owner = class_of(node).and_then(|c| classes_by_start.get(&c.start_byte()));
+            if let (Some(class), Some(owner)) = (class, owner)
+                && let Some(facts) = facts.classes.get_mut(owner)
+            {
+                facts.attributes.entry(name).or_insert(class);
+            }
+        }
+
+        // Signs, each given to the innermost function around it.
+        for (owner, sign) in evidence::signs_in_file(root, text) {
+            if let Some(index) = owner.and_then(|o| by_start.get(&o)) {
+                facts.functions[*index].signs.push(sign);
+            }
+        }
+
+        // Methods, and the function each closure is nested in.
+        for (index, function) in facts.functions.iter().enumerate() {
+            if function.is_method
+                && let Some(class) = function
+                    .self_class
+                    .as_ref()
+                    .and_then(|c| facts.classes.get_mut(c))
+            {
+                class.methods.push(index);
+            }
+        }
+        facts
+    }
+
+    fn function_at(&self, line: usize, column: usize) -> Option<usize> {
+        self.functions
+            .iter()
+            .position(|f| f.line == line && f.column == column)
+    }
+
+    /// Module-level functions (and closures of `outer`) named `name`.
+    fn functions_named(&self, name: &str, outer: Option<usize>) -> Vec<usize> {
+        let mut found: Vec<usize> = Vec::new();
+        if let Some(outer) = outer {
+            found.extend(
+                self.functions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.name == name && f.outer == Some(outer))
+                    .map(|(i, _)| i),
+            );
+        }
+        if found.is_empty() {
+            found.extend(
+                self.functions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.name == name && f.outer.is_none() && !f.is_method)
+                    .map(|(i, _)| i),
+            );
+        }
+        found
+    }
+}
+
+fn function_fact(
+    def: Node<'_>,
+    name: String,
+    text: &str,
+    bindings: &crate::matcher::Bindings,
+    vocabulary: &Vocabulary,
+) -> FunctionFact {
+    let class = class_of(def);
+    let is_method = class.is_some_and(|c| {
+        // Directly in the class body (maybe decorated).
+        let mut parent = def.parent();
+        while let Some(p) = parent {
+            if p.id() == c.id() {
+                return true;
+            }
+            if matches!(p.kind(), "function_definition" | "lambda") {
+                return false;
+            }
+            parent = p.parent();
+        }
+        false
+    });
+    let fenced = crate::matcher::decorators(def).into_iter().find_map(|d| {
+        let callee = crate::matcher::decorator_callee(d, text)?;
+        crate::matcher::is_fence_path(&bindings.resolve(&callee), vocabulary)
+            .then(|| text_of(d, text).split_whitespace().collect::<String>())
+    });
+    let offset = def.start_byte();
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    FunctionFact {
+        qualname: crate::matcher::qualname(def, text),
+        name,
+        line: def.start_position().row + 1,
+        column: text[line_start..offset].chars().count() + 1,
+        self_class: class
+            .and_then(|c| c.child_by_field_name("name"))
+            .map(|n| text_of(n, text).to_owned()),
+        is_method,
+        outer: enclosing_function(def).map(|f| f.start_byte()),
+        start: def.start_byte(),
+        fenced,
+        signs: Vec::new(),
+        calls: Vec::new(),
+        locals: HashMap::new(),
+    }
+}
+
+/// The class whose `self` code at `node` sees: the nearest class around it.
+fn class_of(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "class_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// The dotted module name of a file: its stem, under every enclosing
+/// directory that holds an `__init__.py`.
+pub fn module_name(path: &Path) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem != "__init__" {
+        parts.push(stem);
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if !d.join("__init__.py").is_file() {
+            break;
+        }
+        match d.file_name() {
+            Some(name) => parts.push(name.to_string_lossy().into_owned()),
+            None => break,
+        }
+        dir = d.parent();
+    }
+    parts.reverse();
+    parts.join(".")
+}
+
+/// The package a module's relative imports start from.
+fn package_of(path: &Path, module: &str) -> String {
+    let is_package = path.file_stem().is_some_and(|s| s == "__init__");
+    if is_package {
+        module.to_owned()
+    } else {
+        module
+            .rsplit_once('.')
+            .map_or(String::new(), |(p, _)| p.to_owned())
+    }
+}
+
+/// A relative import's path, as the matcher spells it (`{module}.{name}`:
+/// `.x.y` for `from .x import y`, `..y` for `from . import y`), made absolute
+/// from `package`; absolute paths as they are.
+fn absolute(path: &str, package: &str) -> String {
+    let mut dots = path.chars().take_while(|&c| c == '.').count();
+    if dots == 0 {
+        return path.to_owned();
+    }
+    // `from . import y` reads `..y`: one dot is the joint.
+    if dots >= 2 && !path[dots..].contains('.') {
+        dots -= 1;
+    }
+    let mut base: Vec<&str> = if package.is_empty() {
+        Vec::new()
+    } else {
+        package.split('.').collect()
+    };
+    for _ in 1..dots {
+        base.pop();
+    }
+    let rest = &path[dots..];
+    let rest = rest.trim_start_matches('.');
+    if !rest.is_empty() {
+        base.push(rest);
+    }
+    base.join(".")
+}
+
+/// The directory a file's top-level package is imported from.
+fn import_root(path: &Path, module: &str) -> Option<PathBuf> {
+    let depth = module.split('.').count();
+    let mut root = path.parent()?;
+    let is_package = path.file_stem().is_some_and(|s| s == "__init__");
+    let up = if is_package { depth } else { depth - 1 };
+    for _ in 0..up {
+        root = root.parent()?;
+    }
+    Some(root.to_path_buf())
+}
+
+/// One step of an evidence chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub qualname: String,
+    pub path: PathBuf,
+    pub line: usize,
+}
+
+/// Why a hook counts as offload work through what it calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// From the first callee to the function holding the sign.
+    pub steps: Vec<Step>,
+    /// The sign found there, or `None` when the last step is a function its
+    /// authors fenced.
+    pub sign: Option<Sign>,
+    pub fenced: Option<String>,
+}
+
+impl Chain {
+    /// `fetches ... via a -> b (path:line, fenced)`.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.steps.iter().map(|s| s.qualname.as_str()).collect();
+        let last = self.steps.last();
+        let place = last.map_or(String::new(), |s| {
+            format!(" ({}:{}", s.path.display(), s.line)
+        });
+        match (&self.sign, &self.fenced) {
+            (Some(sign), _) => format!("{} via {}{place})", sign.detail, names.join(" -> ")),
+            (None, Some(_)) => format!(
+                "calls a function its authors fenced: {}{place}, fenced)",
+                names.join(" -> ")
+            ),
+            (None, None) => names.join(" -> "),
+        }
+    }
+}
+
+type FunctionRef = (Arc<ModuleFacts>, usize);
+
+/// Every indexed module, and the modules read on demand.
+pub struct ProjectIndex<'v> {
+    modules: Vec<Arc<ModuleFacts>>,
+    by_path: HashMap<PathBuf, usize>,
+    /// Modules read on demand, by file; `None` for a file that could not be
+    /// read or parsed (it is context only, never reported).
+    loaded: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    /// Directories modules are imported from.
+    roots: Vec<PathBuf>,
+    vocabulary: &'v Vocabulary,
+}
+
+impl<'v> ProjectIndex<'v> {
+    pub fn new(modules: Vec<Arc<ModuleFacts>>, vocabulary: &'v Vocabulary) -> ProjectIndex<'v> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for module in &modules {
+            if let Some(root) = import_root(&module.path, &module.module)
+                && !roots.contains(&root)
+            {
+                roots.push(root);
+            }
+        }
+        let by_path = modules
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.path.clone(), i))
+            .collect();
+        ProjectIndex {
+            modules,
+            by_path,
+            loaded: Mutex::new(HashMap::new()),
+            roots,
+            vocabulary,
+        }
+    }
+
+    pub fn module(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
+        self.by_path
+            .get(path)
+            .map(|&i| Arc::clone(&self.modules[i]))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The module with dotted name `name`, read from disk if it is not
+    /// indexed yet.
+    fn module_named(&self, name: &str, near: &ModuleFacts) -> Option<Arc<ModuleFacts>> {
+        if let Some(found) = self.modules.iter().find(|m| m.module == name) {
+            return Some(Arc::clone(found));
+        }
+        let relative: PathBuf = name.split('.').collect();
+        let mut roots: Vec<PathBuf> = import_root(&near.path, &near.module).into_iter().collect();
+        roots.extend(self.roots.iter().cloned());
+        for root in roots {
+            for candidate in [
+                root.join(&relative).with_extension("py"),
+                root.join(&relative).join("__init__.py"),
+            ] {
+                if candidate.is_file() {
+                    return self.load(&candidate);
+                }
+            }
+        }
+        None
+    }
+
+    fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
+        if let Some(i) = self.by_path.get(path) {
+            return Some(Arc::clone(&self.modules[*i]));
+        }
+        if let Some(found) = self.lock().get(path) {
+            return found.clone();
+        }
+        let facts = read_module(path, self.vocabulary).map(Arc::new);
+        self.lock().insert(path.to_path_buf(), facts.clone());
+        facts
+    }
+
+    /// Every class named `name` that code in `module` can mean: one it
+    /// defines or imports, else any indexed class of that name.
+    fn classes_named(
+        &self,
+        module: &Arc<ModuleFacts>,
+        name: &str,
+    ) -> Vec<(Arc<ModuleFacts>, String)> {
+        let last = name.rsplit('.').next().unwrap_or(name).to_owned();
+        if !name.contains('.') && module.classes.contains_key(name) {
+            return vec![(Arc::clone(module), last)];
+        }
+        let first = name.split('.').next().unwrap_or(name);
+        if let Some(path) = module.imports.get(first) {
+            let full = match name.split_once('.') {
+                Some((_, rest)) => format!("{path}.{rest}"),
+                None => path.clone(),
+            };
+            if let Some((module_path, class)) = full.rsplit_once('.')
+                && let Some(target) = self.module_named(module_path, module)
+                && target.classes.contains_key(class)
+            {
+                return vec![(target, class.to_owned())];
+            }
+        }
+        let mut found: Vec<(Arc<ModuleFacts>, String)> = self
+            .modules
+            .iter()
+            .filter(|m| m.classes.contains_key(&last))
+            .map(|m| (Arc::clone(m), last.clone()))
+            .collect();
+        found.extend(
+            self.lock()
+                .values()
+                .flatten()
+                .filter(|m| m.classes.contains_key(&last))
+                .map(|m| (Arc::clone(m), last.clone())),
+        );
+        found
+    }
+
+    /// The method `method` of class `class` in `module`, or of its bases.
+    fn method_of(
+        &self,
+        module: &Arc<ModuleFacts>,
+        class: &str,
+        method: &str,
+        seen: &mut HashSet<(PathBuf, String)>,
+    ) -> Vec<FunctionRef> {
+        if !seen.insert((module.path.clone(), class.to_owned())) || seen.len() > 64 {
+            return Vec::new();
+        }
+        let Some(facts) = module.classes.get(class) else {
+            return Vec::new();
+        };
+        if let Some(&found) = facts
+            .methods
+            .iter()
+            .find(|&&i| module.functions[i].name == method)
+        {
+            return vec![(Arc::clone(module), found)];
+        }
+        for base in &facts.bases {
+            for (base_module, base_class) in self.classes_named(module, base) {
+                let found = self.method_of(&base_module, &base_class, method, seen);
+                if !found.is_empty() {
+                    return found;
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// The project functions a call in `function` can reach.
+    fn targets(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        call: &CallFact,
+    ) -> Vec<FunctionRef> {
+        let caller = &module.functions[function];
+        match &call.callee {
+            Callee::Name(name) => {
+                let here = module.functions_named(name, Some(caller.start));
+                if !here.is_empty() {
+                    return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
+                }
+                if let Some(path) = module.imports.get(name)
+                    && let Some((module_path, function_name)) = path.rsplit_once('.')
+                    && let Some(target) = self.module_named(module_path, module)
+                {
+                    return target
+                        .functions_named(function_name, None)
+                        .into_iter()
+                        .map(|i| (Arc::clone(&target), i))
+                        .collect();
+                }
+                Vec::new()
+            }
+            Callee::Method { receiver, method } => {
+                let receiver = receiver.as_deref();
+                let self_class = caller.self_class.as_deref();
+                match (receiver, self_class) {
+                    (Some("self" | "cls"), Some(class)) => {
+                        return self.method_of(module, class, method, &mut HashSet::new());
+                    }
+                    (Some(r), Some(class)) if r.starts_with("self.") && !r[5..].contains('.') => {
+                        let attribute = &r[5..];
+                        let typed = module
+                            .classes
+                            .get(class)
+                            .and_then(|c| c.attributes.get(attribute))
+                            .cloned();
+                        if let Some(typed) = typed {
+                            return self
+                                .classes_named(module, &typed)
+                                .into_iter()
+                                .flat_map(|(m, c)| {
+                                    self.method_of(&m, &c, method, &mut HashSet::new())
+                                })
+                                .collect();
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(r) = receiver {
+                    // A local whose class is known, a class, or a module.
+                    if let Some(class) = caller.locals.get(r) {
+                        return self
+                            .classes_named(module, class)
+                            .into_iter()
+                            .flat_map(|(m, c)| self.method_of(&m, &c, method, &mut HashSet::new()))
+                            .collect();
+                    }
+                    if module.classes.contains_key(r) {
+                        return self.method_of(module, r, method, &mut HashSet::new());
+                    }
+                    if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
+                        let full = match r.split_once('.') {
+                            Some((_, rest)) => format!("{path}.{rest}"),
+                            None => path.clone(),
+                        };
+                        if let Some(target) = self.module_named(&full, module) {
+                            return target
+                                .functions_named(method, None)
+                                .into_iter()
+                                .map(|i| (Arc::clone(&target), i))
+                                .collect();
+                        }
+                        if let Some((module_path, class)) = full.rsplit_once('.')
+                            && let Some(target) = self.module_named(module_path, module)
+                            && target.classes.contains_key(class)
+                        {
+                            return self.method_of(&target, class, method, &mut HashSet::new());
+                        }
+                        // Something imported from outside the project.
+                        return Vec::new();
+                    }
+                }
+                self.untyped(method)
+            }
+        }
+    }
+
+    /// The indexed methods named `method`, when few classes define one.
+    fn untyped(&self, method: &str) -> Vec<FunctionRef> {
+        if method.starts_with("__") || matches!(method, "forward" | "__call__") {
+            return Vec::new();
+        }
+        let mut found: Vec<FunctionRef> = Vec::new();
+        let loaded: Vec<Arc<ModuleFacts>> = self.lock().values().flatten().cloned().collect();
+        for module in self.modules.iter().chain(loaded.iter()) {
+            for class in module.classes.values() {
+                for &i in &class.methods {
+                    if module.functions[i].name == method {
+                        found.push((Arc::clone(module), i));
+                    }
+                }
+            }
+        }
+        if found.len() > MOST_UNTYPED_TARGETS {
+            return Vec::new();
+        }
+        found
+    }
+
+    /// The shortest chain of calls from the function at `line:column` of
+    /// `path` to a function with a counted sign or a fence of its authors,
+    /// breadth first, at most [`MOST_CALL_DEPTH`] calls deep, cycles cut.
+    pub fn chain_from(&self, path: &Path, line: usize, column: usize) -> Option<Chain> {
+        let module = self.module(path)?;
+        let start = module.function_at(line, column)?;
+        let mut queue: VecDeque<(FunctionRef, Vec<Step>)> = VecDeque::new();
+        let mut seen: HashSet<(PathBuf, usize)> = HashSet::new();
+        seen.insert((module.path.clone(), start));
+        queue.push_back(((module, start), Vec::new()));
+        while let Some(((module, function), steps)) = queue.pop_front() {
+            if steps.len() >= MOST_CALL_DEPTH {
+                continue;
+            }
+            let calls = module.functions[function].calls.clone();
+            for call in &calls {
+                for (target_module, target) in self.targets(&module, function, call) {
+                    if !seen.insert((target_module.path.clone(), target)) {
+                        continue;
+                    }
+                    let fact = &target_module.functions[target];
+                    let mut next = steps.clone();
+                    next.push(Step {
+                        qualname: fact.qualname.clone(),
+                        path: target_module.path.clone(),
+                        line: fact.line,
+                    });
+                    if let Some(fence) = &fact.fenced {
+                        return Some(Chain {
+                            steps: next,
+                            sign: fact.signs.iter().find(|s| s.counts()).cloned(),
+                            fenced: Some(fence.clone()),
+                        });
+                    }
+                    if let Some(sign) = fact.signs.iter().find(|s| s.counts()) {
+                        return Some(Chain {
+                            steps: next,
+                            sign: Some(sign.clone()),
+                            fenced: None,
+                        });
+                    }
+                    queue.push_back(((Arc::clone(&target_module), target), next));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Reads, parses and indexes a module only needed as context.
+fn read_module(path: &Path, vocabulary: &Vocabulary) -> Option<ModuleFacts> {
+    let raw = std::fs::read(path).ok()?;
+    let source = crate::source::Source::decode(raw).ok()?;
+    let tree = crate::parse::parse(&source.text)?;
+    Some(ModuleFacts::build(
+        path,
+        tree.root_node(),
+        &source.text,
+        vocabulary,
+    ))
+}
+
+/// Sorted, for stable output in tests.
+pub fn describe_functions(module: &ModuleFacts) -> BTreeMap<String, (Option<String>, usize)> {
+    module
+        .functions
+        .iter()
+        .map(|f| (f.qualname.clone(), (f.fenced.clone(), f.calls.len())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_imports_resolve_from_the_package() {
+        // from .b import c
+        assert_eq!(absolute(".b.c", "pkg.sub"), "pkg.sub.b.c");
+        // from ..b import c
+        assert_eq!(absolute("..b.c", "pkg.sub"), "pkg.b.c");
+        // from . import c
+        assert_eq!(absolute("..c", "pkg.sub"), "pkg.sub.c");
+        // from .. import c
+        assert_eq!(absolute("...c", "pkg.sub"), "pkg.c");
+        assert_eq!(absolute("x.y", "pkg"), "x.y");
+    }
+}
