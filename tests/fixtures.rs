@@ -402,3 +402,61 @@ fn cross_file_hierarchy_with_wrap_strategy() {
         );
     });
 }
+
+/// The multi-file projects under `tests/projects/`, one snapshot each.
+fn project_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> =
+        std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/projects"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+    roots.sort();
+    roots
+}
+
+#[test]
+fn projects() {
+    snapshot_settings().bind(|| {
+        for root in project_roots() {
+            let name = root.file_name().unwrap().to_string_lossy().into_owned();
+            insta::assert_snapshot!(format!("projects@{name}"), run_fixture(&root, false));
+        }
+    });
+}
+
+#[test]
+fn projects_give_the_same_answer_with_and_without_the_prefilter_and_from_each_file() {
+    // The verdicts on a project's hooks do not depend on the prefilter, nor
+    // on whether the whole tree or only the hook's own file is named.
+    let whole = hookfence::Options {
+        prefilter: false,
+        ..hookfence::Options::default()
+    };
+    for root in project_roots() {
+        let anchored = hookfence::analyze(std::slice::from_ref(&root), &options(false));
+        let walked = hookfence::analyze(std::slice::from_ref(&root), &whole);
+        assert_eq!(
+            describe(&anchored, &root),
+            describe(&walked, &root),
+            "{}",
+            root.display()
+        );
+        for file in &anchored.files {
+            let alone = hookfence::analyze(std::slice::from_ref(&file.path), &options(false));
+            let statuses = |a: &Analysis| -> Vec<(String, String)> {
+                a.files
+                    .iter()
+                    .flat_map(|f| &f.sites)
+                    .map(|s| (s.candidate.qualname.clone(), format!("{:?}", s.status)))
+                    .collect()
+            };
+            let together: Vec<(String, String)> = file
+                .sites
+                .iter()
+                .map(|s| (s.candidate.qualname.clone(), format!("{:?}", s.status)))
+                .collect();
+            assert_eq!(statuses(&alone), together, "{}", file.path.display());
+        }
+    }
+}
