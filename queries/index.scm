@@ -28,3 +28,42 @@
     attribute: (identifier) @index.attr)
   right: (call function: [(identifier) (attribute)] @index.attr_class)
   (#eq? @index.self "self"))
+
+; A module's forward replaced: `m.forward = value`,
+; `m.__class__.forward = value`, `setattr(m, "forward", value)`. Rust follows
+; the value (through `functools.partial`, `types.MethodType`,
+; `functools.update_wrapper`, `f.__get__(m)`, a factory's return) to the
+; wrapper, whose calls around the original forward are the hooks.
+;
+;   @index.fwd          the assignment or setattr call
+;   @index.fwd_target   the module expression (`m`, `m.__class__`)
+;   @index.fwd_value    the value installed
+(assignment
+  left: (attribute
+    object: (_) @index.fwd_target
+    attribute: (identifier) @index.fwd_attr)
+  right: (_) @index.fwd_value
+  (#eq? @index.fwd_attr "forward")) @index.fwd
+
+(call
+  function: (identifier) @index.fwd_setattr
+  arguments: (argument_list
+    .
+    (_) @index.fwd_target
+    .
+    (string (string_content) @index.fwd_name)
+    .
+    (_) @index.fwd_value)
+  (#eq? @index.fwd_setattr "setattr")
+  (#eq? @index.fwd_name "forward")) @index.fwd
+
+; `saved = m.forward`: the name the original forward is kept under.
+;   @index.saved  the name
+(assignment
+  left: (identifier) @index.saved
+  right: (attribute attribute: (identifier) @index.saved_attr)
+  (#eq? @index.saved_attr "forward"))
+
+; `return value` in a function: what a factory hands back.
+;   @index.returned  the value
+(return_statement (_) @index.returned)

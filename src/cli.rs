@@ -140,6 +140,13 @@ pub struct Args {
     #[arg(long, help_heading = "Selection")]
     pub isolated: bool,
 
+    /// The project the given paths belong to (default: the nearest
+    /// directory above each with pyproject.toml, setup.py, setup.cfg or
+    /// .git). Hooks are judged with the whole project in view; only the
+    /// given paths are reported and rewritten.
+    #[arg(long, value_name = "DIR", help_heading = "Selection")]
+    pub project_root: Option<PathBuf>,
+
     /// How to fence: `decorate` inserts @torch.compiler.disable(); `wrap`
     /// inserts @no_compile from a helper module that also records each hook.
     #[arg(long, value_enum, default_value_t = StrategyArg::Decorate, value_name = "STRATEGY", help_heading = "Fence")]
@@ -320,6 +327,9 @@ impl Settings {
             vocabulary: Arc::new(Vocabulary::new(&config.settings)),
             selection: Selection { include, exclude },
             progress: None,
+            discovered: Arc::default(),
+            project_root: args.project_root.clone(),
+            context_classes: Arc::default(),
         };
         let stderr_terminal = std::io::stderr().is_terminal();
         let mut options = options;

@@ -22,6 +22,9 @@ use crate::queries::QUERIES;
 use crate::syntax::{capture, dotted_name, enclosing_function, text_of};
 use crate::vocabulary::Vocabulary;
 
+/// The method a forward replacement replaces.
+pub const FORWARD: &str = "forward";
+
 /// How deep calls are followed from a hook.
 pub const MOST_CALL_DEPTH: usize = 6;
 /// A method called on a receiver of unknown type is looked up by name among
@@ -45,6 +48,37 @@ pub enum Callee {
 pub struct CallFact {
     pub callee: Callee,
     pub line: usize,
+    /// Start byte, for the order of calls in a body.
+    pub start: usize,
+    /// The first positional argument as written (`module`, `*args`).
+    pub first_argument: Option<String>,
+}
+
+/// A value installed as a module's forward, or returned by a factory, as far
+/// as the index follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A bare name.
+    Name(String),
+    /// `self.m`, `Cls.m`, `obj.m`.
+    Attribute(String),
+    /// A lambda (its index in [`ModuleFacts::functions`]).
+    Function(usize),
+    /// The value a call returns (`make_wrapper(m)`).
+    Returned(String),
+    /// Anything else, as written.
+    Other(String),
+}
+
+/// `m.forward = value` (or `setattr(m, "forward", value)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardReplacement {
+    pub line: usize,
+    /// The module whose forward is replaced, as written (`module`, `m.__class__`).
+    pub target: String,
+    pub value: Value,
+    /// The function the assignment stands in, if any.
+    pub scope: Option<usize>,
 }
 
 /// One `def` or `lambda` of a module.
@@ -70,6 +104,11 @@ pub struct FunctionFact {
     pub calls: Vec<CallFact>,
     /// Local names whose class an assignment tells (`h = Handle(...)`).
     pub locals: HashMap<String, String>,
+    pub parameters: Vec<String>,
+    /// What its `return` statements hand back.
+    pub returns: Vec<Value>,
+    /// Names it binds to an original forward (`old = m.forward`).
+    pub saved_forwards: Vec<String>,
 }
 
 /// One class of a module.
@@ -93,6 +132,7 @@ pub struct ModuleFacts {
     pub classes: HashMap<String, ClassFacts>,
     /// Bound name -> absolute dotted path (relative imports resolved).
     pub imports: HashMap<String, String>,
+    pub forward_replacements: Vec<ForwardReplacement>,
 }
 
 impl ModuleFacts {
@@ -124,6 +164,9 @@ impl ModuleFacts {
         let mut calls = Vec::new();
         let mut locals = Vec::new();
         let mut attributes = Vec::new();
+        let mut replacements = Vec::new();
+        let mut saved = Vec::new();
+        let mut returned = Vec::new();
         crate::syntax::each_match(&q.combined.query, root, text, |_, captures| {
             if let Some(def) = capture(captures, q.def).or_else(|| capture(captures, q.lambda)) {
                 let name = capture(captures, q.def_name)
@@ -142,6 +185,16 @@ impl ModuleFacts {
                     bases: crate::matcher::class_bases(class, text),
                     ..ClassFacts::default()
                 });
+            } else if let (Some(fwd), Some(target), Some(value)) = (
+                capture(captures, q.fwd),
+                capture(captures, q.fwd_target),
+                capture(captures, q.fwd_value),
+            ) {
+                replacements.push((fwd, target, value));
+            } else if let Some(name) = capture(captures, q.saved) {
+                saved.push(name);
+            } else if let Some(value) = capture(captures, q.returned) {
+                returned.push(value);
             } else if let Some(call) = capture(captures, q.call) {
                 let callee = match (
                     capture(captures, q.call_name),
@@ -175,15 +228,48 @@ impl ModuleFacts {
             }
         });
 
+        let owner_of = |node: Node<'_>| {
+            enclosing_function(node).and_then(|f| by_start.get(&f.start_byte()).copied())
+        };
         for (call, callee) in calls {
-            let Some(owner) = enclosing_function(call).and_then(|f| by_start.get(&f.start_byte()))
-            else {
+            let Some(owner) = owner_of(call) else {
                 continue;
             };
-            facts.functions[*owner].calls.push(CallFact {
+            let first_argument = call
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0))
+                .filter(|a| a.kind() != "keyword_argument")
+                .map(|a| text_of(a, text).to_owned());
+            facts.functions[owner].calls.push(CallFact {
                 callee,
                 line: call.start_position().row + 1,
+                start: call.start_byte(),
+                first_argument,
             });
+        }
+        for function in &mut facts.functions {
+            function.calls.sort_by_key(|c| c.start);
+        }
+        for (fwd, target, value) in replacements {
+            facts.forward_replacements.push(ForwardReplacement {
+                line: fwd.start_position().row + 1,
+                target: text_of(target, text).to_owned(),
+                value: value_of(value, text, &by_start),
+                scope: owner_of(fwd),
+            });
+        }
+        for name in saved {
+            if let Some(owner) = owner_of(name) {
+                facts.functions[owner]
+                    .saved_forwards
+                    .push(text_of(name, text).to_owned());
+            }
+        }
+        for value in returned {
+            if let Some(owner) = owner_of(value) {
+                let value = value_of(value, text, &by_start);
+                facts.functions[owner].returns.push(value);
+            }
         }
         for (node, name, class) in locals {
             if let (Some(class), Some(owner)) = (
@@ -298,6 +384,67 @@ fn function_fact(
         signs: Vec::new(),
         calls: Vec::new(),
         locals: HashMap::new(),
+        parameters: crate::syntax::parameter_names(def, text),
+        returns: Vec::new(),
+        saved_forwards: Vec::new(),
+    }
+}
+
+/// What an installed or returned value is, as far as one file tells:
+/// wrappers that keep the function (`functools.partial`, `types.MethodType`,
+/// `functools.update_wrapper`, `f.__get__(m)`) are seen through.
+fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, usize>) -> Value {
+    match node.kind() {
+        "identifier" => Value::Name(text_of(node, text).to_owned()),
+        "attribute" => match dotted_name(node, text) {
+            Some(dotted) => Value::Attribute(dotted),
+            None => Value::Other(crate::syntax::short(text_of(node, text))),
+        },
+        "lambda" => match functions.get(&node.start_byte()) {
+            Some(&i) => Value::Function(i),
+            None => Value::Other("lambda".to_owned()),
+        },
+        "parenthesized_expression" => match node.named_child(0) {
+            Some(inner) => value_of(inner, text, functions),
+            None => Value::Other(String::new()),
+        },
+        "call" => {
+            let function = node.child_by_field_name("function");
+            let first = node
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0));
+            let callee = function.and_then(|f| dotted_name(f, text));
+            let last = callee.as_deref().map(|c| c.rsplit('.').next().unwrap_or(c));
+            if let Some(last) = last
+                && matches!(
+                    last,
+                    "partial" | "MethodType" | "update_wrapper" | "partialmethod"
+                )
+                && let Some(first) = first
+            {
+                return value_of(first, text, functions);
+            }
+            if last == Some("__get__")
+                && let Some(object) = function.and_then(|f| f.child_by_field_name("object"))
+            {
+                return value_of(object, text, functions);
+            }
+            // `functools.wraps(f)(wrapper)`
+            if let Some(f) = function
+                && f.kind() == "call"
+                && f.child_by_field_name("function")
+                    .and_then(|g| dotted_name(g, text))
+                    .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
+                && let Some(first) = first
+            {
+                return value_of(first, text, functions);
+            }
+            match callee {
+                Some(callee) => Value::Returned(callee),
+                None => Value::Other(crate::syntax::short(text_of(node, text))),
+            }
+        }
+        _ => Value::Other(crate::syntax::short(text_of(node, text))),
     }
 }
 
@@ -745,6 +892,318 @@ impl<'v> ProjectIndex<'v> {
         }
         None
     }
+}
+
+/// Hooks found by use: what the forward wrappers of the project call around
+/// the original forward.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Discovered {
+    /// The discovered functions' names (for the prefilter).
+    pub names: std::collections::BTreeSet<String>,
+    /// Protocol methods (`pre_forward`, `pre_fwd_exec`) called on hook objects,
+    /// with why: every override of one in the project is a hook.
+    pub protocols: BTreeMap<String, String>,
+    /// Plain functions called with the module: `(path, line, column) -> why`.
+    pub functions: BTreeMap<(PathBuf, usize, usize), String>,
+}
+
+impl Discovered {
+    pub fn is_empty(&self) -> bool {
+        self.protocols.is_empty() && self.functions.is_empty()
+    }
+
+    /// Everything in `other` that is not here yet.
+    pub fn adds_to(&self, other: &Discovered) -> bool {
+        other
+            .protocols
+            .keys()
+            .any(|k| !self.protocols.contains_key(k))
+            || other
+                .functions
+                .keys()
+                .any(|k| !self.functions.contains_key(k))
+    }
+
+    pub fn merge(&mut self, other: Discovered) {
+        for (k, v) in other.protocols {
+            self.protocols.entry(k).or_insert(v);
+        }
+        for (k, v) in other.functions {
+            self.functions.entry(k).or_insert(v);
+        }
+        self.names.extend(other.names);
+    }
+
+    /// The discovered functions of the file at `path` (any spelling):
+    /// `(line, column, why)`.
+    pub fn functions_in(&self, path: &Path) -> Vec<(usize, usize, String)> {
+        if self.functions.is_empty() {
+            return Vec::new();
+        }
+        let path = identity(path);
+        self.functions
+            .iter()
+            .filter(|((p, _, _), _)| *p == path)
+            .map(|((_, line, column), why)| (*line, *column, why.clone()))
+            .collect()
+    }
+
+    /// The names of the discovered functions.
+    pub fn function_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.names.iter().cloned()
+    }
+}
+
+/// Whether a callee's name spells an original forward (`forward`,
+/// `_old_forward`, `orig_forward`, `forward_orig`, ...).
+pub fn is_forward_name(name: &str) -> bool {
+    let name = name.trim_start_matches('_').to_ascii_lowercase();
+    let Some(at) = name.find("forward") else {
+        return false;
+    };
+    let (before, after) = (&name[..at], &name[at + "forward".len()..]);
+    let before = before.trim_end_matches('_');
+    let after = after.trim_start_matches('_');
+    const AROUND: &[&str] = &[
+        "",
+        "old",
+        "orig",
+        "original",
+        "saved",
+        "prev",
+        "previous",
+        "wrapped",
+        "base",
+        "inner",
+        "hf_hook_original",
+        "fn",
+        "func",
+        "function",
+        "method",
+    ];
+    AROUND.contains(&before) && AROUND.contains(&after)
+}
+
+impl ProjectIndex<'_> {
+    /// The project functions a value can be, through names, methods,
+    /// lambdas and the returns of factories.
+    fn functions_of(
+        &self,
+        module: &Arc<ModuleFacts>,
+        scope: Option<usize>,
+        value: &Value,
+        depth: usize,
+    ) -> Vec<FunctionRef> {
+        if depth > 4 {
+            return Vec::new();
+        }
+        let as_call = |callee: &str| CallFact {
+            callee: match callee.rsplit_once('.') {
+                Some((receiver, method)) => Callee::Method {
+                    receiver: Some(receiver.to_owned()),
+                    method: method.to_owned(),
+                },
+                None => Callee::Name(callee.to_owned()),
+            },
+            line: 0,
+            start: 0,
+            first_argument: None,
+        };
+        let through = |callee: &str| -> Vec<FunctionRef> {
+            match scope {
+                Some(scope) => self.targets(module, scope, &as_call(callee)),
+                None => self.module_level_targets(module, &as_call(callee)),
+            }
+        };
+        match value {
+            Value::Function(i) => vec![(Arc::clone(module), *i)],
+            Value::Name(name) | Value::Attribute(name) => through(name),
+            Value::Returned(callee) => {
+                let mut found = Vec::new();
+                for (factory_module, factory) in through(callee) {
+                    let returns = factory_module.functions[factory].returns.clone();
+                    for returned in &returns {
+                        found.extend(self.functions_of(
+                            &factory_module,
+                            Some(factory),
+                            returned,
+                            depth + 1,
+                        ));
+                    }
+                }
+                found
+            }
+            Value::Other(_) => Vec::new(),
+        }
+    }
+
+    /// [`ProjectIndex::targets`] for code at module level.
+    fn module_level_targets(&self, module: &Arc<ModuleFacts>, call: &CallFact) -> Vec<FunctionRef> {
+        match &call.callee {
+            Callee::Name(name) => {
+                let here = module.functions_named(name, None);
+                if !here.is_empty() {
+                    return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
+                }
+                if let Some(path) = module.imports.get(name)
+                    && let Some((module_path, function_name)) = path.rsplit_once('.')
+                    && let Some(target) = self.module_named(module_path, module)
+                {
+                    return target
+                        .functions_named(function_name, None)
+                        .into_iter()
+                        .map(|i| (Arc::clone(&target), i))
+                        .collect();
+                }
+                Vec::new()
+            }
+            Callee::Method {
+                receiver: Some(r),
+                method,
+            } if module.classes.contains_key(r) => {
+                self.method_of(module, r, method, &mut HashSet::new())
+            }
+            Callee::Method { .. } => Vec::new(),
+        }
+    }
+
+    /// What the forward wrappers of every indexed module call around the
+    /// original forward: the hooks they run.
+    pub fn discover(&self) -> Discovered {
+        let mut discovered = Discovered::default();
+        for module in &self.modules {
+            for replacement in &module.forward_replacements {
+                let wrappers = self.functions_of(module, replacement.scope, &replacement.value, 0);
+                for (wrapper_module, wrapper) in wrappers {
+                    self.hooks_of_wrapper(
+                        &wrapper_module,
+                        wrapper,
+                        module,
+                        replacement,
+                        &mut discovered,
+                    );
+                }
+            }
+        }
+        discovered
+    }
+
+    fn hooks_of_wrapper(
+        &self,
+        module: &Arc<ModuleFacts>,
+        wrapper: usize,
+        installed_in: &ModuleFacts,
+        replacement: &ForwardReplacement,
+        discovered: &mut Discovered,
+    ) {
+        let function = &module.functions[wrapper];
+        // The original forward: a name kept from `m.forward` here or around,
+        // or a callee that spells one.
+        let mut saved: Vec<&str> = function.saved_forwards.iter().map(String::as_str).collect();
+        let mut outer = function.outer;
+        while let Some(start) = outer {
+            let Some(around) = module.functions.iter().find(|f| f.start == start) else {
+                break;
+            };
+            saved.extend(around.saved_forwards.iter().map(String::as_str));
+            outer = around.outer;
+        }
+        let is_original = |call: &CallFact| match &call.callee {
+            Callee::Name(name) => saved.contains(&name.as_str()) || is_forward_name(name),
+            Callee::Method { method, .. } => is_forward_name(method),
+        };
+        let Some(original) = function.calls.iter().position(is_original) else {
+            return;
+        };
+        // The module as the wrapper sees it: its first parameter (bound by
+        // `partial` / `MethodType`), or the name whose forward was replaced.
+        let mut module_names: Vec<&str> = Vec::new();
+        // (A method's own `self` is not the module; a plain function's first
+        // parameter is, whatever its name: `MethodType(f, m)` binds `self`.)
+        let first = if function.is_method {
+            function.parameters.get(1)
+        } else {
+            function.parameters.first()
+        };
+        if let Some(first) = first {
+            module_names.push(first);
+        }
+        let target_root = replacement
+            .target
+            .split('.')
+            .next()
+            .unwrap_or(&replacement.target);
+        module_names.push(target_root);
+        let place = format!(
+            "{} at {}:{}",
+            function.qualname,
+            installed_in.path.display(),
+            replacement.line
+        );
+        for (i, call) in function.calls.iter().enumerate() {
+            if i == original {
+                continue;
+            }
+            let Some(first) = call.first_argument.as_deref() else {
+                continue;
+            };
+            if !module_names.contains(&first) {
+                continue;
+            }
+            let when = if i < original { "before" } else { "after" };
+            let why = format!("called {when} the original forward by the forward wrapper {place}");
+            match &call.callee {
+                Callee::Method { receiver, method } => {
+                    let receiver = receiver.as_deref();
+                    let receiver_root = receiver.map(|r| r.split('.').next().unwrap_or(r));
+                    if receiver.is_some_and(|r| module_names.contains(&r))
+                        || method.starts_with("__")
+                    {
+                        continue;
+                    }
+                    // A method of a known object (`self`, a typed attribute
+                    // or local): that very function is the hook.
+                    let known = receiver_root.is_some_and(|r| {
+                        matches!(r, "self" | "cls")
+                            || function.locals.contains_key(r)
+                            || module.classes.contains_key(r)
+                            || module.imports.contains_key(r)
+                    });
+                    if known {
+                        let targets = self.targets(module, wrapper, call);
+                        for (target_module, target) in targets {
+                            let fact = &target_module.functions[target];
+                            discovered.names.insert(fact.name.clone());
+                            discovered
+                                .functions
+                                .entry((identity(&target_module.path), fact.line, fact.column))
+                                .or_insert_with(|| why.clone());
+                        }
+                        continue;
+                    }
+                    discovered
+                        .protocols
+                        .entry(method.clone())
+                        .or_insert_with(|| why.clone());
+                }
+                Callee::Name(_) => {
+                    for (target_module, target) in self.targets(module, wrapper, call) {
+                        let fact = &target_module.functions[target];
+                        discovered.names.insert(fact.name.clone());
+                        discovered
+                            .functions
+                            .entry((identity(&target_module.path), fact.line, fact.column))
+                            .or_insert_with(|| why.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One spelling per file, for comparing paths reached different ways.
+fn identity(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Reads, parses and indexes a module only needed as context.

@@ -130,6 +130,15 @@ pub struct Options {
     /// A progress bar to advance per file read; drawn only once a run has
     /// taken over a second.
     pub progress: Option<indicatif::ProgressBar>,
+    /// Hooks found by use in an earlier round of the same run.
+    pub discovered: std::sync::Arc<index::Discovered>,
+    /// `--project-root`: the project the given paths belong to. Without it,
+    /// the nearest directory above each path that holds `pyproject.toml`,
+    /// `setup.py`, `setup.cfg` or `.git`.
+    pub project_root: Option<PathBuf>,
+    /// Classes of the project outside the given paths (for the class index
+    /// of a partial run).
+    pub context_classes: std::sync::Arc<Vec<matcher::ClassFact>>,
 }
 
 impl Default for Options {
@@ -142,6 +151,9 @@ impl Default for Options {
             vocabulary: std::sync::Arc::new(vocabulary::Vocabulary::default()),
             selection: discover::Selection::default(),
             progress: None,
+            discovered: std::sync::Arc::default(),
+            project_root: None,
+            context_classes: std::sync::Arc::default(),
         }
     }
 }
@@ -241,7 +253,13 @@ fn load(
     anchored: bool,
 ) -> Result<Loaded, FileError> {
     let tree = parse_checked(path, &source.text)?;
-    let mut facts = matcher::analyze(&tree, &source.text, &options.vocabulary, anchored);
+    let mut facts = matcher::analyze_with(
+        &tree,
+        &source.text,
+        &options.vocabulary,
+        anchored,
+        &options.discovered.functions_in(path),
+    );
     let classes = std::mem::take(&mut facts.classes);
     let has_candidates = !facts.candidates.is_empty();
     let nothing = !has_candidates
@@ -546,6 +564,106 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 /// nothing. The result does not depend on `options.prefilter` nor on the
 /// number of threads.
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
+    let options = with_project_context(paths, options);
+    analyze_rounds(paths, &options).0
+}
+
+/// The directory that holds the project `path` belongs to: the nearest one
+/// at or above it with `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`.
+pub fn project_root_of(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mut dir = if absolute.is_dir() {
+        Some(absolute.as_path())
+    } else {
+        absolute.parent()
+    };
+    while let Some(d) = dir {
+        if ["pyproject.toml", "setup.py", "setup.cfg", ".git"]
+            .iter()
+            .any(|marker| d.join(marker).exists())
+        {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// `options` with what the rest of the project tells about hooks in
+/// `paths`: the hooks found by use and the classes, when `paths` do not
+/// cover their whole project (pre-commit's changed files, `--files-from`,
+/// stdin with `--stdin-filename`). Only `paths` are reported and rewritten.
+fn with_project_context(paths: &[PathBuf], options: &Options) -> Options {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let root = match &options.project_root {
+            Some(root) => Some(root.clone()),
+            None => project_root_of(path),
+        };
+        if let Some(root) = root
+            && !roots.contains(&root)
+        {
+            roots.push(root);
+        }
+    }
+    let covered = |root: &PathBuf| {
+        paths.iter().any(|p| {
+            std::path::absolute(p).ok().as_ref() == Some(root)
+                || std::fs::canonicalize(p).ok() == std::fs::canonicalize(root).ok()
+        })
+    };
+    roots.retain(|root| !covered(root));
+    if roots.is_empty() {
+        return options.clone();
+    }
+    let context = Options {
+        progress: None,
+        ..options.clone()
+    };
+    let (_, discovered, classes) = analyze_rounds(&roots, &context);
+    let mut options = options.clone();
+    if !discovered.is_empty() {
+        options.vocabulary = std::sync::Arc::new(options.vocabulary.with_discovered(&discovered));
+    }
+    options.discovered = std::sync::Arc::new(discovered);
+    options.context_classes = std::sync::Arc::new(classes);
+    options
+}
+
+/// Rounds of [`analyze_once`] until the hooks found by use are all known:
+/// they can lie in files the first round did not parse, or be methods the
+/// vocabulary did not name. Returns the analysis, what was found by use and
+/// the classes of every parsed file.
+fn analyze_rounds(
+    paths: &[PathBuf],
+    options: &Options,
+) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
+    const MOST_ROUNDS: usize = 4;
+    let mut options = options.clone();
+    let mut round = 1;
+    loop {
+        let (analysis, found, classes) = analyze_once(paths, &options, round < MOST_ROUNDS);
+        if round >= MOST_ROUNDS || !options.discovered.adds_to(&found) {
+            let mut discovered = (*options.discovered).clone();
+            discovered.merge(found);
+            return (analysis, discovered, classes);
+        }
+        let mut discovered = (*options.discovered).clone();
+        discovered.merge(found);
+        options.vocabulary = std::sync::Arc::new(options.vocabulary.with_discovered(&discovered));
+        options.discovered = std::sync::Arc::new(discovered);
+        round += 1;
+    }
+}
+
+/// One round of [`analyze`]. With `may_repeat`, a round that finds hooks by
+/// use that `options` did not know stops before planning (the next round
+/// plans).
+fn analyze_once(
+    paths: &[PathBuf],
+    options: &Options,
+    may_repeat: bool,
+) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
     let vocabulary = &options.vocabulary;
     let progress = options.progress.as_ref();
     // The names already searched as class names: a needle searched only in
@@ -653,11 +771,11 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
         }
     }
 
-    let analysis = conclude(loaded, errors, scanned, options);
+    let concluded = conclude(loaded, errors, scanned, options, may_repeat);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    analysis
+    concluded
 }
 
 /// One more file read; the bar appears once the run has taken a second.
@@ -675,16 +793,26 @@ fn conclude(
     mut errors: Vec<FileError>,
     scanned: usize,
     options: &Options,
-) -> Analysis {
+    may_repeat: bool,
+) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
     loaded.sort_by(|a, b| a.path.cmp(&b.path));
     let mut index = ClassIndex::default();
+    index.add(&options.context_classes);
     for file in &loaded {
         index.add(&file.classes);
     }
+    let classes: Vec<matcher::ClassFact> = loaded
+        .iter()
+        .flat_map(|l| l.classes.iter().cloned())
+        .collect();
     let project = index::ProjectIndex::new(
         loaded.iter().filter_map(|l| l.module.clone()).collect(),
         &options.vocabulary,
     );
+    let discovered = project.discover();
+    if may_repeat && options.discovered.adds_to(&discovered) {
+        return (Analysis::default(), discovered, classes);
+    }
     let mut finished: Vec<Result<FileReport, FileError>> = Vec::new();
     let mut waiting: Vec<(PathBuf, Source, FileFacts)> = Vec::new();
     for file in loaded {
@@ -719,23 +847,31 @@ fn conclude(
     }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     errors.sort_by(|a, b| a.path().cmp(b.path()));
-    Analysis {
+    let analysis = Analysis {
         created: helpers_to_create(&reports),
         files: reports,
         errors,
         scanned,
-    }
+    };
+    (analysis, discovered, classes)
 }
 
-/// Analyzes one file given as bytes (stdin), named `path` in messages. Only
-/// its own classes are known: a hook class whose base lives in another file
-/// is not recognised.
+/// Analyzes one file given as bytes (stdin), named `path` in messages. With
+/// a real name (`--stdin-filename`), the project around it is read for
+/// context as for a named file; as `-`, only its own classes are known.
 pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysis {
+    let with_context;
+    let options = if path.as_os_str() == "-" {
+        options
+    } else {
+        with_context = with_project_context(std::slice::from_ref(&path), options);
+        &with_context
+    };
     let loaded = Source::decode(raw)
         .map_err(|e| FileError::decode(path.clone(), e))
         .and_then(|source| load(&path, source, options, options.prefilter));
     match loaded {
-        Ok(file) => conclude(vec![file], Vec::new(), 1, options),
+        Ok(file) => conclude(vec![file], Vec::new(), 1, options, false).0,
         Err(err) => Analysis {
             errors: vec![err],
             scanned: 1,

@@ -76,6 +76,12 @@ pub struct Candidate {
     pub owner: Option<Owner>,
     /// Where it is handed to a register call, if it is.
     pub registered_at: Option<Position>,
+    /// Why it is a hook when it was found by use: what calls it around the
+    /// original forward (see [`crate::index::Discovered`]).
+    pub discovered: Option<String>,
+    /// Whether its body does nothing: `pass`, `...`, a docstring, or returns
+    /// its own parameters (a protocol base's pass-through).
+    pub trivial: bool,
     pub fence: FenceState,
     pub target: Target,
     /// The signs in its own body, counted or discounted (see
@@ -869,6 +875,18 @@ pub fn fullgraph_arguments(tree: &Tree, text: &str) -> Vec<Position> {
 /// places that name what it looks for (see [`Vocabulary::anchor_ranges`])
 /// instead of the whole tree; the facts are the same.
 pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool) -> FileFacts {
+    analyze_with(tree, text, vocabulary, anchored, &[])
+}
+
+/// [`analyze`], with functions found by use in this file (`line`, `column`
+/// of the `def`, and why each is a hook) made candidates too.
+pub fn analyze_with(
+    tree: &Tree,
+    text: &str,
+    vocabulary: &Vocabulary,
+    anchored: bool,
+    discovered: &[(usize, usize, String)],
+) -> FileFacts {
     let root = tree.root_node();
     let ranges = anchored.then(|| vocabulary.anchor_ranges(text));
 
@@ -938,7 +956,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
     registrations.sort_by_key(|(call, _)| call.start_byte());
 
     let import_at = import_insertion_point(root, text);
-    if hook_methods.is_empty() && registrations.is_empty() {
+    if hook_methods.is_empty() && registrations.is_empty() && discovered.is_empty() {
         return FileFacts {
             classes: class_facts,
             fullgraph,
@@ -1069,6 +1087,15 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
                     .or_insert(candidate);
             }
             Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
+        }
+    }
+
+    for (line, column, why) in discovered {
+        if let Some(def) = def_at(root, text, *line, *column) {
+            let entry = candidates
+                .entry(def.start_byte())
+                .or_insert_with(|| def_candidate(&ctx, def));
+            entry.discovered.get_or_insert_with(|| why.clone());
         }
     }
 
@@ -1399,6 +1426,8 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         span: (span_start, def.end_byte()),
         owner: None,
         registered_at: None,
+        discovered: None,
+        trivial: is_trivial(def, text),
         fence,
         target: Target::Def {
             insert_at,
@@ -1406,6 +1435,50 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             indent,
         },
         signs: crate::evidence::signs_in_function(def, text),
+    }
+}
+
+/// Whether a `def`'s body only passes, holds a docstring or `...`, or
+/// returns its own parameters unchanged.
+fn is_trivial(def: Node<'_>, text: &str) -> bool {
+    let Some(body) = def.child_by_field_name("body") else {
+        return false;
+    };
+    let parameters = crate::syntax::parameter_names(def, text);
+    let mut cursor = body.walk();
+    body.named_children(&mut cursor)
+        .all(|statement| match statement.kind() {
+            "pass_statement" | "comment" => true,
+            "expression_statement" => statement
+                .named_child(0)
+                .is_some_and(|e| matches!(e.kind(), "string" | "ellipsis")),
+            "return_statement" => match statement.named_child(0) {
+                None => true,
+                Some(value) => node_text(value, text)
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .all(|w| parameters.iter().any(|p| p == w) || w == "None"),
+            },
+            _ => false,
+        })
+}
+
+/// The `def` (or `async def`) whose keyword stands at 1-based `line` and
+/// `column` (in characters).
+fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<Node<'t>> {
+    let line_text = text.split('\n').nth(line.checked_sub(1)?)?;
+    let byte_column: usize = line_text
+        .chars()
+        .take(column.checked_sub(1)?)
+        .map(char::len_utf8)
+        .sum();
+    let point = tree_sitter::Point::new(line - 1, byte_column);
+    let mut node = root.descendant_for_point_range(point, point)?;
+    loop {
+        if node.kind() == "function_definition" && node.start_position() == point {
+            return Some(node);
+        }
+        node = node.parent()?;
     }
 }
 
@@ -1461,6 +1534,8 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         span: (lambda.start_byte(), lambda.end_byte()),
         owner: None,
         registered_at: None,
+        discovered: None,
+        trivial: false,
         fence,
         target: Target::Lambda {
             start: lambda.start_byte(),

@@ -39,6 +39,9 @@ pub enum Context {
     /// As the callee of a call (`queries/registrations.scm` matches calls):
     /// a whole word followed, past blanks and comments, by `(`.
     Called,
+    /// As an attribute assigned to (`m.forward = f`, `queries/index.scm`'s
+    /// forward replacements) or as a string (`setattr(m, "forward", f)`).
+    Replaced,
 }
 
 /// A name to search for, and where it must stand.
@@ -247,6 +250,24 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
         }
         // A comment can sit between the name and `(` inside brackets.
         Context::Called => whole_word && bytes.get(skip_blanks(bytes, end)) == Some(&b'('),
+        Context::Replaced => {
+            if !whole_word {
+                return false;
+            }
+            let mut i = start;
+            while i > 0 && is_gap(bytes[i - 1]) {
+                i -= 1;
+            }
+            let before = i.checked_sub(1).map(|i| bytes[i]);
+            let after = skip_blanks(bytes, end);
+            match before {
+                Some(b'.') => {
+                    bytes.get(after) == Some(&b'=') && bytes.get(after + 1) != Some(&b'=')
+                }
+                Some(quote @ (b'"' | b'\'')) => bytes.get(end) == Some(&quote),
+                _ => false,
+            }
+        }
     }
 }
 

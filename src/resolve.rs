@@ -144,8 +144,26 @@ pub fn decide(
         }
         lineage = chain;
     }
+    if let Some(owner) = &candidate.owner
+        && lineage.is_empty()
+        && !vocabulary.is_protocol_base(&owner.class)
+        && let Some(found) = candidate
+            .qualname
+            .rsplit('.')
+            .next()
+            .and_then(|method| vocabulary.discovered_protocols.get(method))
+    {
+        if candidate.trivial {
+            // The protocol's own pass-through: nothing to fence.
+            return None;
+        }
+        why.push(format!("hook protocol method, {found}"));
+    }
     if let Some(at) = candidate.registered_at {
         why.push(format!("registered at {}:{}", path.display(), at.line));
+    }
+    if let Some(found) = &candidate.discovered {
+        why.push(found.clone());
     }
     if why.is_empty() {
         return None;

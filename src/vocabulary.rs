@@ -17,6 +17,11 @@ pub const DEFAULT_PROTOCOL_BASES: &[&str] = &["ModelHook"];
 pub const DEFAULT_DECORATOR: &str = "torch.compiler.disable()";
 
 pub struct Vocabulary {
+    /// What it was built from.
+    settings: config::Settings,
+    /// Protocol methods found by use (see [`crate::index::Discovered`]): a
+    /// method of that name in any class is a hook, whatever its bases.
+    pub discovered_protocols: std::collections::BTreeMap<String, String>,
     /// The spliced `hook_methods.scm` and `registrations.scm`.
     hook_methods_scm: String,
     registrations_scm: String,
@@ -122,6 +127,10 @@ impl Vocabulary {
             .chain(in_context(&registrations_scm, Context::Called))
             .chain(protocol_bases.iter().map(Needle::word))
             .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
+            .chain([Needle {
+                name: crate::index::FORWARD.to_owned(),
+                context: Context::Replaced,
+            }])
             .collect();
 
         // A class statement starts with the keyword `class`; the other parts
@@ -133,6 +142,8 @@ impl Vocabulary {
             .chain(predicate_strings(&registrations_scm))
             .collect();
         Vocabulary {
+            settings: settings.clone(),
+            discovered_protocols: Default::default(),
             anchors,
             hook_methods_scm,
             registrations_scm,
@@ -143,6 +154,29 @@ impl Vocabulary {
             decorator,
             needles,
         }
+    }
+
+    /// This vocabulary plus what was found by use: the protocol methods
+    /// become hook methods (matched in any class), and files defining the
+    /// discovered functions are parsed.
+    pub fn with_discovered(&self, discovered: &crate::index::Discovered) -> Vocabulary {
+        let mut settings = self.settings.clone();
+        let mut protocols = self.discovered_protocols.clone();
+        for (name, why) in &discovered.protocols {
+            if !settings.hook_methods.contains(name) {
+                settings.hook_methods.push(name.clone());
+            }
+            protocols.entry(name.clone()).or_insert_with(|| why.clone());
+        }
+        let mut vocabulary = Vocabulary::new(&settings);
+        vocabulary.discovered_protocols = protocols;
+        vocabulary
+            .needles
+            .extend(discovered.function_names().map(|name| Needle {
+                name,
+                context: Context::Defined,
+            }));
+        vocabulary
     }
 
     /// The compiled queries, compiling them on first use.

@@ -228,7 +228,13 @@ fn assert_second_run_plans_nothing(analysis: &Analysis, root: &Path, options: &h
     } else {
         copy.path().to_path_buf()
     };
-    let second = hookfence::analyze(&[target], options);
+    let second = hookfence::analyze(
+        std::slice::from_ref(&target),
+        &hookfence::Options {
+            project_root: Some(target.clone()),
+            ..options.clone()
+        },
+    );
     assert!(second.errors.is_empty(), "{:?}", second.errors);
     assert!(
         second.created.is_empty(),
@@ -281,6 +287,12 @@ fn run_fixture(path: &Path, all_hooks: bool) -> String {
 }
 
 fn run_fixture_with(path: &Path, options: &hookfence::Options) -> String {
+    // Each fixture is a project of its own (the repository around it is not
+    // its context).
+    let options = &hookfence::Options {
+        project_root: Some(path.to_path_buf()),
+        ..options.clone()
+    };
     let analysis = hookfence::analyze(&[path.to_path_buf()], options);
     for file in &analysis.files {
         check_invariants(file);
@@ -434,8 +446,12 @@ fn projects_give_the_same_answer_with_and_without_the_prefilter_and_from_each_fi
         ..hookfence::Options::default()
     };
     for root in project_roots() {
-        let anchored = hookfence::analyze(std::slice::from_ref(&root), &options(false));
-        let walked = hookfence::analyze(std::slice::from_ref(&root), &whole);
+        let own = |options: hookfence::Options| hookfence::Options {
+            project_root: Some(root.clone()),
+            ..options
+        };
+        let anchored = hookfence::analyze(std::slice::from_ref(&root), &own(options(false)));
+        let walked = hookfence::analyze(std::slice::from_ref(&root), &own(whole.clone()));
         assert_eq!(
             describe(&anchored, &root),
             describe(&walked, &root),
@@ -443,7 +459,11 @@ fn projects_give_the_same_answer_with_and_without_the_prefilter_and_from_each_fi
             root.display()
         );
         for file in &anchored.files {
-            let alone = hookfence::analyze(std::slice::from_ref(&file.path), &options(false));
+            let in_project = hookfence::Options {
+                project_root: Some(root.clone()),
+                ..options(false)
+            };
+            let alone = hookfence::analyze(std::slice::from_ref(&file.path), &in_project);
             let statuses = |a: &Analysis| -> Vec<(String, String)> {
                 a.files
                     .iter()
