@@ -67,3 +67,18 @@
 ; `return value` in a function: what a factory hands back.
 ;   @index.returned  the value
 (return_statement (_) @index.returned)
+
+; Any `name = value` and `self.x = value`: where a hook kept in a variable or
+; an attribute before its registration comes from.
+;   @index.assigned, @index.assigned_value         `name = value`
+;   @index.self_attr, @index.self_attr_value       `self.x = value`
+(assignment
+  left: (identifier) @index.assigned
+  right: (_) @index.assigned_value)
+
+(assignment
+  left: (attribute
+    object: (identifier) @index.self_object
+    attribute: (identifier) @index.self_attr)
+  right: (_) @index.self_attr_value
+  (#eq? @index.self_object "self"))

@@ -14,7 +14,9 @@
 ;   @evidence.stream        `.synchronize()`, `.record_stream(...)`, `.wait_stream(...)`, `.wait_event(...)`
 ;   @evidence.onload        a call of anything named *onload* / *offload*
 ;   @evidence.params        gathering, fetching, releasing, partitioning,
-;                           unsharding or resharding parameters (ZeRO, FSDP)
+;                           unsharding or resharding parameters (ZeRO, FSDP;
+;                           `unshard` exactly, not `unshard_anything` on
+;                           activations)
 ;   @evidence.prefetch      a call of anything named *prefetch*
 ;   @evidence.storage       `<x>.untyped_storage().resize_(...)` (freeing or
 ;                           restoring a parameter's storage)
@@ -54,7 +56,7 @@
     (identifier) @evidence.params
     (attribute attribute: (identifier) @evidence.params)
   ]
-  (#match? @evidence.params "^_*((un|re)shard|(fetch|release|gather|all_gather|partition|free)_?(sub_?module|module_?params|params|parameters|param|weights))")) @evidence.call
+  (#match? @evidence.params "^_*(((un|re)shard(_params|_parameters|_handles?|_module)?)|((fetch|release|gather|all_gather|partition|free)_?(sub_?module|module_?params|params|parameters|param|weights).*))$")) @evidence.call
 
 (call
   function: [

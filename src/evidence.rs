@@ -115,10 +115,15 @@ fn judge(
             None,
         ),
         "onload" => sign(format!("on/offloads via {detail}(...)"), None),
-        "params" => sign(
-            format!("gathers, fetches or releases parameters via {detail}(...)"),
-            None,
-        ),
+        "params" => {
+            let activation = call.and_then(|c| activation_argument(c, owner, text));
+            sign(
+                format!("gathers, fetches or releases parameters via {detail}(...)"),
+                activation.map(|a| {
+                    format!("`{a}` is an activation: {detail}(...) of it is a collective on activations, not parameter movement")
+                }),
+            )
+        }
         "prefetch" => sign(format!("prefetches weights via {detail}(...)"), None),
         "storage" => sign(
             "resizes parameter storage via .untyped_storage().resize_(...)".to_owned(),
@@ -379,6 +384,24 @@ fn is_module_state(receiver: Node<'_>, owner: Option<Node<'_>>, text: &str) -> b
     }
     let lower = root.to_ascii_lowercase();
     STATE_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// The first argument of `call` when it is an activation: the hook's inputs
+/// or output (its parameters after the module), or a name that holds one by
+/// convention.
+fn activation_argument(call: Node<'_>, owner: Option<Node<'_>>, text: &str) -> Option<String> {
+    let first = call
+        .child_by_field_name("arguments")?
+        .named_child(0)
+        .filter(|a| a.kind() != "keyword_argument")?;
+    let root = root_name(first, text)?;
+    let parameters = owner.map(|f| parameter_names(f, text)).unwrap_or_default();
+    let mut after_module = parameters
+        .iter()
+        .filter(|p| !matches!(p.as_str(), "self" | "cls"))
+        .skip(1);
+    let hook_value = after_module.any(|p| p == root);
+    (hook_value || is_activation_name(root)).then(|| crate::syntax::short(text_of(first, text)))
 }
 
 /// Names that, by convention, hold activations, not modules.
@@ -703,6 +726,18 @@ mod tests {
         }
         // Collectives on activations are not parameter movement.
         assert!(signs("def h(m, a, out):\n    return all_gather(out)\n").is_empty());
+        assert!(signs("def h(m, a, out):\n    return unshard_anything(out, mesh)\n").is_empty());
+        let unsharded =
+            signs("def h(m, a, output):\n    return Sharder.unshard(output[0], 1, mesh)\n");
+        assert_eq!(unsharded.len(), 1);
+        assert!(
+            unsharded[0]
+                .discounted
+                .as_deref()
+                .unwrap()
+                .contains("activation")
+        );
+        assert!(signs("def h(self, m, a):\n    self.handle.unshard()\n")[0].counts());
     }
 
     #[test]

@@ -109,6 +109,19 @@ pub struct FunctionFact {
     pub returns: Vec<Value>,
     /// Names it binds to an original forward (`old = m.forward`).
     pub saved_forwards: Vec<String>,
+    /// `name = value` in its body, in the order of the text.
+    pub assigned: Vec<(String, Value)>,
+}
+
+/// A call that registers a hook with torch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// Where the call starts (as the matcher reports an unresolved one).
+    pub line: usize,
+    pub column: usize,
+    pub value: Value,
+    /// The function the call stands in, if any.
+    pub scope: Option<usize>,
 }
 
 /// One class of a module.
@@ -120,6 +133,8 @@ pub struct ClassFacts {
     pub attributes: HashMap<String, String>,
     /// Its methods, as indices into [`ModuleFacts::functions`].
     pub methods: Vec<usize>,
+    /// `self.x = value` in its methods: `(x, value, method)`.
+    pub attribute_values: Vec<(String, Value, usize)>,
 }
 
 /// What the index knows of one module.
@@ -133,6 +148,9 @@ pub struct ModuleFacts {
     /// Bound name -> absolute dotted path (relative imports resolved).
     pub imports: HashMap<String, String>,
     pub forward_replacements: Vec<ForwardReplacement>,
+    pub registrations: Vec<Registration>,
+    /// `name = value` at module level.
+    pub assigned: Vec<(String, Value)>,
 }
 
 impl ModuleFacts {
@@ -167,6 +185,8 @@ impl ModuleFacts {
         let mut replacements = Vec::new();
         let mut saved = Vec::new();
         let mut returned = Vec::new();
+        let mut assigned = Vec::new();
+        let mut self_attributes = Vec::new();
         crate::syntax::each_match(&q.combined.query, root, text, |_, captures| {
             if let Some(def) = capture(captures, q.def).or_else(|| capture(captures, q.lambda)) {
                 let name = capture(captures, q.def_name)
@@ -195,6 +215,16 @@ impl ModuleFacts {
                 saved.push(name);
             } else if let Some(value) = capture(captures, q.returned) {
                 returned.push(value);
+            } else if let (Some(name), Some(value)) = (
+                capture(captures, q.assigned),
+                capture(captures, q.assigned_value),
+            ) {
+                assigned.push((name, value));
+            } else if let (Some(name), Some(value)) = (
+                capture(captures, q.self_attr),
+                capture(captures, q.self_attr_value),
+            ) {
+                self_attributes.push((name, value));
             } else if let Some(call) = capture(captures, q.call) {
                 let callee = match (
                     capture(captures, q.call_name),
@@ -271,6 +301,68 @@ impl ModuleFacts {
                 facts.functions[owner].returns.push(value);
             }
         }
+        assigned.sort_by_key(|(name, _)| name.start_byte());
+        for (name, value) in assigned {
+            let entry = (
+                text_of(name, text).to_owned(),
+                value_of(value, text, &by_start),
+            );
+            match owner_of(name) {
+                Some(owner) => facts.functions[owner].assigned.push(entry),
+                None if class_of(name).is_none() => facts.assigned.push(entry),
+                None => {}
+            }
+        }
+        for (name, value) in self_attributes {
+            let (Some(owner), Some(class)) = (
+                owner_of(name),
+                class_of(name).and_then(|c| classes_by_start.get(&c.start_byte())),
+            ) else {
+                continue;
+            };
+            let value = value_of(value, text, &by_start);
+            if let Some(class) = facts.classes.get_mut(class) {
+                class
+                    .attribute_values
+                    .push((text_of(name, text).to_owned(), value, owner));
+            }
+        }
+
+        // Registrations with torch, with the hook each is handed.
+        let compiled = vocabulary.compiled();
+        crate::syntax::each_match(&compiled.scan.query, root, text, |pattern, captures| {
+            if compiled.scan.part(pattern) != 3 {
+                return;
+            }
+            let (Some(call), Some(arguments)) = (
+                capture(captures, compiled.registrations.call),
+                capture(captures, compiled.registrations.arguments),
+            ) else {
+                return;
+            };
+            let method = call
+                .child_by_field_name("function")
+                .map(|f| match f.child_by_field_name("attribute") {
+                    Some(attribute) => text_of(attribute, text),
+                    None => text_of(f, text),
+                })
+                .unwrap_or_default();
+            let position = vocabulary
+                .registrar_positions
+                .get(method)
+                .copied()
+                .unwrap_or(0);
+            let Some(hook) = crate::matcher::hook_argument(arguments, text, position) else {
+                return;
+            };
+            let (line, column) = line_column(call, text);
+            facts.registrations.push(Registration {
+                line,
+                column,
+                value: value_of(hook, text, &by_start),
+                scope: owner_of(call),
+            });
+        });
         for (node, name, class) in locals {
             if let (Some(class), Some(owner)) = (
                 class,
@@ -387,7 +479,18 @@ fn function_fact(
         parameters: crate::syntax::parameter_names(def, text),
         returns: Vec::new(),
         saved_forwards: Vec::new(),
+        assigned: Vec::new(),
     }
+}
+
+/// 1-based line and column (in characters) of where `node` starts.
+fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
+    let offset = node.start_byte();
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    (
+        node.start_position().row + 1,
+        text[line_start..offset].chars().count() + 1,
+    )
 }
 
 /// What an installed or returned value is, as far as one file tells:
@@ -898,6 +1001,9 @@ impl<'v> ProjectIndex<'v> {
 /// the original forward.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovered {
+    /// Register calls the matcher could not follow and the index did:
+    /// `(file, line, column)` of the call.
+    pub resolved: std::collections::BTreeSet<(PathBuf, usize, usize)>,
     /// The discovered functions' names (for the prefilter).
     pub names: std::collections::BTreeSet<String>,
     /// Protocol methods (`pre_forward`, `pre_fwd_exec`) called on hook objects,
@@ -932,6 +1038,13 @@ impl Discovered {
             self.functions.entry(k).or_insert(v);
         }
         self.names.extend(other.names);
+        self.resolved.extend(other.resolved);
+    }
+
+    /// Whether the register call at `line:column` of `path` was followed by
+    /// the index.
+    pub fn resolves(&self, path: &Path, line: usize, column: usize) -> bool {
+        !self.resolved.is_empty() && self.resolved.contains(&(identity(path), line, column))
     }
 
     /// The discovered functions of the file at `path` (any spelling):
@@ -1017,7 +1130,68 @@ impl ProjectIndex<'_> {
         };
         match value {
             Value::Function(i) => vec![(Arc::clone(module), *i)],
-            Value::Name(name) | Value::Attribute(name) => through(name),
+            Value::Name(name) => {
+                let found = through(name);
+                if !found.is_empty() {
+                    return found;
+                }
+                // A variable: what was assigned to it, innermost scope first.
+                let mut scope = scope;
+                loop {
+                    let assigned = match scope {
+                        Some(i) => &module.functions[i].assigned,
+                        None => &module.assigned,
+                    };
+                    let values: Vec<&Value> = assigned
+                        .iter()
+                        .filter(|(n, v)| n == name && v != value)
+                        .map(|(_, v)| v)
+                        .collect();
+                    if !values.is_empty() {
+                        return values
+                            .into_iter()
+                            .flat_map(|v| self.functions_of(module, scope, v, depth + 1))
+                            .collect();
+                    }
+                    match scope {
+                        Some(i) => {
+                            scope = module.functions[i].outer.and_then(|start| {
+                                module.functions.iter().position(|f| f.start == start)
+                            });
+                        }
+                        None => return Vec::new(),
+                    }
+                }
+            }
+            Value::Attribute(name) => {
+                let found = through(name);
+                if !found.is_empty() {
+                    return found;
+                }
+                // `self.x`, assigned in a method of the class.
+                let (Some(attribute), Some(class)) = (
+                    name.strip_prefix("self.").filter(|a| !a.contains('.')),
+                    scope.and_then(|i| module.functions[i].self_class.as_ref()),
+                ) else {
+                    return Vec::new();
+                };
+                let values: Vec<(Value, usize)> = module
+                    .classes
+                    .get(class)
+                    .map(|c| {
+                        c.attribute_values
+                            .iter()
+                            .filter(|(a, _, _)| a == attribute)
+                            .map(|(_, v, m)| (v.clone(), *m))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                values
+                    .iter()
+                    .filter(|(v, _)| v != value)
+                    .flat_map(|(v, method)| self.functions_of(module, Some(*method), v, depth + 1))
+                    .collect()
+            }
             Value::Returned(callee) => {
                 let mut found = Vec::new();
                 for (factory_module, factory) in through(callee) {
@@ -1069,9 +1243,36 @@ impl ProjectIndex<'_> {
 
     /// What the forward wrappers of every indexed module call around the
     /// original forward: the hooks they run.
-    pub fn discover(&self) -> Discovered {
+    pub fn discover(&self, unresolved: &HashSet<(PathBuf, usize, usize)>) -> Discovered {
         let mut discovered = Discovered::default();
         for module in &self.modules {
+            if !unresolved.is_empty() {
+                let path = identity(&module.path);
+                for registration in &module.registrations {
+                    let at = (path.clone(), registration.line, registration.column);
+                    if !unresolved.contains(&at) {
+                        continue;
+                    }
+                    let targets =
+                        self.functions_of(module, registration.scope, &registration.value, 0);
+                    let why = format!(
+                        "registered at {}:{}",
+                        module.path.display(),
+                        registration.line
+                    );
+                    for (target_module, target) in &targets {
+                        let fact = &target_module.functions[*target];
+                        discovered.names.insert(fact.name.clone());
+                        discovered
+                            .functions
+                            .entry((identity(&target_module.path), fact.line, fact.column))
+                            .or_insert_with(|| why.clone());
+                    }
+                    if !targets.is_empty() {
+                        discovered.resolved.insert(at);
+                    }
+                }
+            }
             for replacement in &module.forward_replacements {
                 let wrappers = self.functions_of(module, replacement.scope, &replacement.value, 0);
                 for (wrapper_module, wrapper) in wrappers {
@@ -1202,7 +1403,7 @@ impl ProjectIndex<'_> {
 }
 
 /// One spelling per file, for comparing paths reached different ways.
-fn identity(path: &Path) -> PathBuf {
+pub fn identity(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 

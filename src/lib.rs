@@ -451,11 +451,16 @@ fn finish(
             _ => None,
         })
         .collect();
+    let unresolved = facts
+        .unresolved
+        .into_iter()
+        .filter(|u| !options.discovered.resolves(&path, u.at.line, u.at.column))
+        .collect();
     let mut report = FileReport {
         path,
         source,
         sites,
-        unresolved: facts.unresolved,
+        unresolved,
         new_text: None,
         conflicts: Vec::new(),
         helper,
@@ -615,6 +620,19 @@ fn with_project_context(paths: &[PathBuf], options: &Options) -> Options {
     roots.retain(|root| !covered(root));
     if roots.is_empty() {
         return options.clone();
+    }
+    // Walked as the user would name them, so that places found there read
+    // like the given paths (`pkg/x.py`, not an absolute path).
+    if let Ok(cwd) = std::env::current_dir() {
+        for root in &mut roots {
+            if let Some(relative) = pathdiff::diff_paths(&*root, &cwd) {
+                *root = if relative.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    relative
+                };
+            }
+        }
     }
     let context = Options {
         progress: None,
@@ -809,7 +827,26 @@ fn conclude(
         loaded.iter().filter_map(|l| l.module.clone()).collect(),
         &options.vocabulary,
     );
-    let discovered = project.discover();
+    // The register calls the matcher could not follow, for the index to try.
+    let mut unresolved = std::collections::HashSet::new();
+    for file in &loaded {
+        let at: Vec<&matcher::Unresolved> = match &file.work {
+            Work::Waiting(work) => work.1.unresolved.iter().collect(),
+            Work::Done(report) => match report.as_ref() {
+                Ok(report) => report.unresolved.iter().collect(),
+                Err(_) => Vec::new(),
+            },
+            Work::Nothing => Vec::new(),
+        };
+        if !at.is_empty() {
+            let path = index::identity(&file.path);
+            unresolved.extend(
+                at.into_iter()
+                    .map(|u| (path.clone(), u.at.line, u.at.column)),
+            );
+        }
+    }
+    let discovered = project.discover(&unresolved);
     if may_repeat && options.discovered.adds_to(&discovered) {
         return (Analysis::default(), discovered, classes);
     }

@@ -1092,9 +1092,13 @@ pub fn analyze_with(
 
     for (line, column, why) in discovered {
         if let Some(def) = def_at(root, text, *line, *column) {
-            let entry = candidates
-                .entry(def.start_byte())
-                .or_insert_with(|| def_candidate(&ctx, def));
+            let entry = candidates.entry(def.start_byte()).or_insert_with(|| {
+                if def.kind() == "lambda" {
+                    lambda_candidate(&ctx, def, FenceState::Unfenced)
+                } else {
+                    def_candidate(&ctx, def)
+                }
+            });
             entry.discovered.get_or_insert_with(|| why.clone());
         }
     }
@@ -1127,7 +1131,11 @@ pub fn analyze_with(
 /// The hook a register call receives: `hook=`, else its positional argument
 /// number `position` (0 for torch's registrars). `None` when a splat comes
 /// first, hiding which argument it is.
-fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Option<Node<'t>> {
+pub(crate) fn hook_argument<'t>(
+    arguments: Node<'t>,
+    text: &str,
+    position: usize,
+) -> Option<Node<'t>> {
     let mut cursor = arguments.walk();
     let mut positional = Vec::new();
     let mut splat_before = false;
@@ -1463,8 +1471,8 @@ fn is_trivial(def: Node<'_>, text: &str) -> bool {
         })
 }
 
-/// The `def` (or `async def`) whose keyword stands at 1-based `line` and
-/// `column` (in characters).
+/// The `def` (or `async def`) or `lambda` whose keyword stands at 1-based
+/// `line` and `column` (in characters).
 fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<Node<'t>> {
     let line_text = text.split('\n').nth(line.checked_sub(1)?)?;
     let byte_column: usize = line_text
@@ -1475,7 +1483,8 @@ fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<
     let point = tree_sitter::Point::new(line - 1, byte_column);
     let mut node = root.descendant_for_point_range(point, point)?;
     loop {
-        if node.kind() == "function_definition" && node.start_position() == point {
+        if matches!(node.kind(), "function_definition" | "lambda") && node.start_position() == point
+        {
             return Some(node);
         }
         node = node.parent()?;

@@ -162,7 +162,9 @@ pub fn decide(
     if let Some(at) = candidate.registered_at {
         why.push(format!("registered at {}:{}", path.display(), at.line));
     }
-    if let Some(found) = &candidate.discovered {
+    if let Some(found) = &candidate.discovered
+        && !(candidate.registered_at.is_some() && found.starts_with("registered at"))
+    {
         why.push(found.clone());
     }
     if why.is_empty() {
