@@ -354,15 +354,27 @@ impl Settings {
     }
 }
 
+/// The most bytes read from a `--files-from` list: some two million paths,
+/// more than the largest monorepos hold, and `--files-from /dev/zero` stops
+/// at once.
+pub const MAX_PATH_LIST_BYTES: u64 = 256 * crate::source::MIB;
+
 /// The paths in a `--files-from` list: one per line, blank lines skipped.
 fn read_path_list(list: &Path) -> Result<Vec<PathBuf>, String> {
-    let text = if list.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())
+    const WHAT: &str = "a --files-from list";
+    let bytes = if list.as_os_str() == "-" {
+        crate::source::read_limited(std::io::stdin(), MAX_PATH_LIST_BYTES, WHAT)
             .map_err(|e| format!("--files-from -: cannot read stdin: {e}"))?
     } else {
-        std::fs::read_to_string(list)
+        crate::source::read_file_limited(list, MAX_PATH_LIST_BYTES, WHAT)
             .map_err(|e| format!("--files-from {}: {e}", list.display()))?
     };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "--files-from {}: stream did not contain valid UTF-8",
+            list.display()
+        )
+    })?;
     Ok(text
         .lines()
         .map(|l| l.trim_end_matches('\r'))

@@ -192,15 +192,27 @@ thread_local! {
 }
 
 /// Reads a whole file into `buffer` (grown as needed, never shrunk below what
-/// it holds) and returns its bytes.
+/// it holds) and returns its bytes; more than [`source::MAX_SOURCE_BYTES`] is
+/// an error.
 fn read_into<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> std::io::Result<&'b [u8]> {
     use std::io::Read;
+    let limit = usize::try_from(source::MAX_SOURCE_BYTES).unwrap_or(usize::MAX);
     let mut file = std::fs::File::open(path)?;
     let mut filled = 0;
     loop {
+        if filled > limit {
+            return Err(source::too_large(
+                source::MAX_SOURCE_BYTES,
+                "a Python source",
+            ));
+        }
         if filled == buffer.len() {
             let more = buffer.len().max(64 * 1024);
-            buffer.resize(buffer.len() + more, 0);
+            // One byte past the limit is enough to tell.
+            let len = (buffer.len() + more)
+                .min(limit.saturating_add(1))
+                .max(filled + 1);
+            buffer.resize(len, 0);
         }
         match file.read(&mut buffer[filled..]) {
             Ok(0) => return Ok(&buffer[..filled]),
@@ -726,12 +738,18 @@ pub fn run(
     }
     let stdin_raw = match &settings.stdin_name {
         Some(name) => {
-            let mut raw = Vec::new();
-            if let Err(err) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut raw) {
-                writeln!(stderr, "{}: cannot read stdin: {err}", name.display())?;
-                return Ok(exit::ERROR);
+            let read = source::read_limited(
+                std::io::stdin(),
+                source::MAX_SOURCE_BYTES,
+                "a Python source",
+            );
+            match read {
+                Ok(raw) => Some(raw),
+                Err(err) => {
+                    writeln!(stderr, "{}: cannot read stdin: {err}", name.display())?;
+                    return Ok(exit::ERROR);
+                }
             }
-            Some(raw)
         }
         None => None,
     };

@@ -1994,6 +1994,175 @@ fn apply_refuses_files_with_uncommitted_changes_unless_allowed() {
     assert_eq!(p.read_str("dirty.py"), HOOK_FENCED);
 }
 
+// ---------------------------------------------------------------------------
+// Resource bounds, options and configuration (issue 12, items 14 to 19)
+// ---------------------------------------------------------------------------
+
+/// Runs hookfence on `args` at the project root with stdin from `stdin`,
+/// its address space capped at 1.5 GiB, so that an unbounded read fails
+/// fast instead of eating the machine's memory.
+fn run_capped(p: &Project, args: &[&str], stdin: &Path) -> Run {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1572864 && exec \"$@\"")
+        .arg("sh")
+        .arg(BIN)
+        .args(["-j", "2"])
+        .args(args)
+        .current_dir(p.root())
+        .stdin(fs::File::open(stdin).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::finish(child, &format!("hookfence {args:?}")).into()
+}
+
+/// A sparse file of `len` bytes (zeros, no disk used).
+fn sparse(p: &Project, rel: &str, len: u64) {
+    p.write(rel, b"");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(p.path(rel))
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn every_input_is_read_up_to_a_limit_and_beyond_it_is_an_error_naming_it() {
+    let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+    let zero = Path::new("/dev/zero");
+    let null = Path::new("/dev/null");
+    let before = p.snapshot();
+    let cases: &[(&[&str], &Path, &str)] = &[
+        (
+            &["--config", "/dev/zero", "--apply", "hook.py"],
+            null,
+            "/dev/zero: cannot read: more than 4 MiB, the most hookfence reads from a configuration file",
+        ),
+        (
+            &["--files-from", "/dev/zero", "--apply"],
+            null,
+            "--files-from /dev/zero: more than 256 MiB, the most hookfence reads from a --files-from list",
+        ),
+        (
+            &["--files-from", "-", "--apply"],
+            zero,
+            "--files-from -: cannot read stdin: more than 256 MiB",
+        ),
+        (
+            &["--replay", "/dev/zero", "hook.py"],
+            null,
+            "/dev/zero: cannot read: more than 64 MiB, the most hookfence reads from a decisions file",
+        ),
+        (
+            &["-", "--stdin-filename", "pkg/hooks.py"],
+            zero,
+            "pkg/hooks.py: cannot read stdin: more than 256 MiB, the most hookfence reads from a Python source",
+        ),
+    ];
+    for (args, stdin, message) in cases {
+        let run = run_capped(&p, args, stdin);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "{args:?}: {run}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run}");
+        before.assert_same(&p.snapshot(), &format!("{args:?}"));
+    }
+
+    // Files: a discovered configuration file and a Python source one byte
+    // over their limits (sparse, so they cost no disk), among good files.
+    sparse(&p, "pyproject.toml", 4 * MIB + 1);
+    let run = run_capped(&p, &["--apply", "hook.py"], null);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pyproject.toml: cannot read: more than 4 MiB"),
+        "{run}"
+    );
+    fs::remove_file(p.path("pyproject.toml")).unwrap();
+    sparse(&p, "pkg/generated.py", 256 * MIB + 1);
+    p.write("pkg/hook.py", HOOK);
+    let run = run_capped(&p, &["--apply", "--allow-dirty", "pkg"], null);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "pkg/generated.py: cannot read: more than 256 MiB, the most hookfence reads from a Python source"
+        ),
+        "{run}"
+    );
+    assert_eq!(
+        p.read_str("pkg/hook.py"),
+        HOOK_FENCED,
+        "the other file is fenced"
+    );
+}
+
+#[test]
+fn a_discovered_configuration_file_that_is_not_valid_is_an_error_at_its_line() {
+    let p = Project::new(&[("src/hook.py", HOOK.as_bytes())]);
+    let before_files = p.snapshot();
+    // (file, text, what stderr must say), each found from `src/hook.py`
+    // and from `src`, in the directory above or two above.
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "pyproject.toml",
+            b"[tool.hookfence]\nexclude = [\"src\"\n",
+            "pyproject.toml:2:17: unclosed array",
+        ),
+        (
+            "pyproject.toml",
+            b"[project]\nname = \"x\"\nname = \"y\"\n",
+            "pyproject.toml:3:1: duplicate key",
+        ),
+        (
+            "src/pyproject.toml",
+            b"[project\n",
+            "src/pyproject.toml:1:9: unclosed table",
+        ),
+        (
+            "pyproject.toml",
+            b"[tool]\nhookfence = 3\n",
+            "pyproject.toml:2:13: [tool.hookfence]: invalid type",
+        ),
+        (
+            "pyproject.toml",
+            b"[tool.hookfence]\nexclude = \"src\"\n",
+            "pyproject.toml:2:11: [tool.hookfence]: invalid type",
+        ),
+        (
+            "pyproject.toml",
+            b"# caf\xe9\n[tool.hookfence]\n",
+            "pyproject.toml:1:6: not UTF-8",
+        ),
+        (
+            "hookfence.toml",
+            b"exclude = [\n",
+            "hookfence.toml:1:12: unclosed array",
+        ),
+    ];
+    for (file, text, message) in cases {
+        p.write(file, text);
+        let before = p.snapshot();
+        for target in ["src/hook.py", "src"] {
+            let run = p.run(&["--apply", target]);
+            run.expect_code(2);
+            assert!(run.stderr.contains(message), "{file} {text:?}: {run}");
+            assert_eq!(p.snapshot(), before, "{file}: nothing written");
+        }
+        // The same file named with --config gives the same error.
+        let run = p.run(&["--config", file, "src"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "--config {file}: {run}");
+        // --isolated reads none.
+        p.run(&["-q", "--isolated", "src"]).expect_code(0);
+        fs::remove_file(p.path(file)).unwrap();
+    }
+    assert_eq!(p.snapshot(), before_files);
+}
+
 #[test]
 fn completions_are_printed_for_each_shell() {
     let p = Project::new(&[]);
