@@ -309,6 +309,13 @@ impl Settings {
         }
         exclude.extend(config.exclude.clone());
 
+        let vocabulary = Vocabulary::new(&config.settings);
+        if config.settings.decorator.is_some() {
+            check_decorator(&vocabulary).map_err(|message| {
+                let file = config.path.as_deref().unwrap_or(Path::new("configuration"));
+                format!("{}: decorator: {message}", file.display())
+            })?;
+        }
         let options = Options {
             all_hooks: args.all_hooks || config.settings.all_hooks.unwrap_or(false),
             prefilter: !args.no_prefilter,
@@ -317,7 +324,7 @@ impl Settings {
                 StrategyArg::Wrap => Strategy::Wrap,
             },
             helper_module: args.helper_module.clone(),
-            vocabulary: Arc::new(Vocabulary::new(&config.settings)),
+            vocabulary: Arc::new(vocabulary),
             selection: Selection { include, exclude },
             progress: None,
         };
@@ -381,4 +388,50 @@ fn read_path_list(list: &Path) -> Result<Vec<PathBuf>, String> {
         .filter(|l| !l.trim().is_empty())
         .map(PathBuf::from)
         .collect())
+}
+
+/// Checks the configured decorator the way the rewrite will use it: written
+/// after `@` above a `def`, below the import of its first segment, it must
+/// parse as exactly one decorator made of exactly that text, and the fence
+/// recogniser must see a fence in it. Otherwise a second `--apply` would
+/// not see the first one's fences and would fence again (or the rewrite
+/// would not parse at all).
+fn check_decorator(vocabulary: &Vocabulary) -> Result<(), String> {
+    let decorator = vocabulary.decorator.as_str();
+    let accepted =
+        "(accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")";
+    let root = decorator.split_once('.').map_or(decorator, |(r, _)| r);
+    let import = format!("import {root}\n");
+    let snippet = format!("{import}@{decorator}\ndef f():\n    pass\n");
+    let at = import.len() + 1..import.len() + 1 + decorator.len();
+    let tree = crate::parse::parse(&snippet).filter(|t| !t.root_node().has_error());
+    let expression = tree.as_ref().and_then(|tree| {
+        let root = tree.root_node();
+        let definition = root
+            .named_child(1)
+            .filter(|_| root.named_child_count() == 2)?;
+        let mut cursor = definition.walk();
+        let decorators: Vec<_> = definition
+            .named_children(&mut cursor)
+            .filter(|n| n.kind() != "function_definition")
+            .collect();
+        match decorators[..] {
+            [only] if only.kind() == "decorator" && only.named_child_count() == 1 => Some(only),
+            _ => None,
+        }
+    });
+    let Some(node) = expression.filter(|d| d.named_child(0).is_some_and(|e| e.byte_range() == at))
+    else {
+        return Err(format!(
+            "{decorator:?} does not parse as one decorator expression {accepted}"
+        ));
+    };
+    let recognised = crate::matcher::decorator_callee(node, &snippet)
+        .is_some_and(|callee| crate::matcher::is_fence_path(&callee, vocabulary));
+    if !recognised {
+        return Err(format!(
+            "hookfence would not recognise `@{decorator}` as a fence, so every --apply would add it again {accepted}"
+        ));
+    }
+    Ok(())
 }

@@ -242,13 +242,25 @@ fn validate(settings: &Settings) -> Result<(), String> {
         }
     }
     if let Some(decorator) = &settings.decorator {
+        // A newline would end the decorator line early and the rest would
+        // become code; no other control character belongs in one either.
+        if let Some(c) = decorator
+            .chars()
+            .find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'))
+        {
+            return Err(format!(
+                "decorator: {decorator:?} holds the control character {c:?} (accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")"
+            ));
+        }
         let callee = decorator
             .split_once('(')
             .map_or(decorator.as_str(), |(c, _)| c);
         let call_ok = decorator
             .split_once('(')
             .is_none_or(|(_, rest)| rest.ends_with(')'));
-        if !is_dotted(callee) || !call_ok {
+        // The first segment is what the rewrite imports (`import torch`):
+        // a bare name would import the decorator as a module.
+        if !is_dotted(callee) || !callee.contains('.') || !call_ok {
             return Err(format!(
                 "decorator: {decorator:?} is not accepted (accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")"
             ));

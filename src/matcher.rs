@@ -206,7 +206,7 @@ fn position(node: Node<'_>, text: &str) -> Position {
 /// helper of the wrap strategy.
 /// A disable path, or a configured fence spelling (matched on the resolved
 /// path or as its last dotted segments).
-fn is_fence_path(path: &str, vocabulary: &Vocabulary) -> bool {
+pub(crate) fn is_fence_path(path: &str, vocabulary: &Vocabulary) -> bool {
     is_disable_path(path)
         || vocabulary
             .fence_spellings
@@ -402,7 +402,7 @@ fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
 }
 
 /// The expression a decorator applies, minus a trailing call: `@a.b(x)` -> `a.b`.
-fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
+pub(crate) fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
     let expression = decorator.named_child(0)?;
     let callee = if expression.kind() == "call" {
         expression.child_by_field_name("function")?

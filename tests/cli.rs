@@ -2164,6 +2164,66 @@ fn a_discovered_configuration_file_that_is_not_valid_is_an_error_at_its_line() {
 }
 
 #[test]
+fn a_configured_decorator_must_parse_and_be_recognised_as_a_fence() {
+    let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+    // As written in the TOML file (basic strings: escapes are TOML's).
+    let rejected = [
+        r#""torch.compiler.disable()()""#,
+        r#""torch.compiler.disable(x) or (y)""#,
+        r#""torch.compiler.disable()[0]()""#,
+        r#""torch.compiler.disable() #)""#,
+        r#""torch.compiler.disable(\"\n\")""#,
+        r#""torch.compiler.disable()\n""#,
+        r#""torch.compiler.disable(\r)""#,
+        r#""torch.compiler.disable(\u000b)""#,
+        r#""torch.compiler.disable(\f)""#,
+        r#""torch.compiler.disable(\t1)""#,
+        r#""torch.compiler.disable(\u2028)""#,
+        r#""torch.compiler.disable(\u0000)""#,
+        r#""disable()""#,
+        r#"" torch.compiler.disable()""#,
+    ];
+    for decorator in rejected {
+        p.write(
+            "pyproject.toml",
+            format!("[tool.hookfence]\ndecorator = {decorator}\n"),
+        );
+        let before = p.snapshot();
+        for mode in ["--apply", "--check"] {
+            let run = p.run(&[mode, "hook.py"]);
+            run.expect_code(2);
+            assert!(
+                run.stderr.contains("pyproject.toml: decorator: "),
+                "{decorator}: {run}"
+            );
+            assert!(run.stderr.contains("torch.compiler.disable()\")"), "{run}");
+            assert_eq!(p.snapshot(), before, "{decorator}");
+        }
+    }
+    // What is accepted is recognised: a second --apply changes nothing.
+    for decorator in [
+        "torch.compiler.disable(recursive=False)",
+        "torch._dynamo.disable",
+        "mylib.compile.skip(\\\"why\\\")",
+    ] {
+        let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+        p.write(
+            "pyproject.toml",
+            format!("[tool.hookfence]\ndecorator = \"{decorator}\"\n"),
+        );
+        p.run(&["-q", "--apply", "hook.py"]).expect_code(0);
+        let once = p.read_str("hook.py");
+        assert!(
+            once.contains(&format!("    @{}\n", decorator.replace("\\\"", "\""))),
+            "{once}"
+        );
+        p.run(&["-q", "--check", "hook.py"]).expect_code(0);
+        p.run(&["-q", "--apply", "hook.py"]).expect_code(0);
+        assert_eq!(p.read_str("hook.py"), once, "{decorator}: idempotent");
+    }
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let p = Project::new(&[]);
     for shell in ["bash", "zsh", "fish"] {
