@@ -2224,6 +2224,59 @@ fn a_configured_decorator_must_parse_and_be_recognised_as_a_fence() {
 }
 
 #[test]
+fn a_file_reached_by_several_spellings_is_processed_once_under_the_first() {
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("sub/keep.txt", b""),
+        ("pkg/m.py", HOOK.as_bytes()),
+    ]);
+    p.symlink("a.py", "link.py");
+    fs::hard_link(p.path("a.py"), p.path("hard.py")).unwrap();
+    fs::hard_link(p.path("pkg/m.py"), p.path("pkg/m_twin.py")).unwrap();
+    let abs_a = p.path("a.py").to_str().unwrap().to_owned();
+    let abs_m = p.path("pkg/m.py").to_str().unwrap().to_owned();
+    p.write("list.txt", format!("sub/../a.py\n{abs_a}\nhard.py\n"));
+    // (arguments, the diff's paths): the first spelling wins, in the order
+    // of the command line; walked from one directory, the least path.
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec!["a.py", "sub/../a.py", &abs_a], vec!["a.py"]),
+        (vec!["sub/../a.py", "a.py"], vec!["sub/../a.py"]),
+        (vec!["link.py", "a.py"], vec!["link.py"]),
+        (vec!["a.py", "link.py", "hard.py"], vec!["a.py"]),
+        (vec!["hard.py", "a.py"], vec!["hard.py"]),
+        (vec!["--files-from", "list.txt"], vec!["sub/../a.py"]),
+        (vec!["a.py", "--files-from", "list.txt"], vec!["a.py"]),
+        // Hard links in a walked directory.
+        (vec!["pkg"], vec!["pkg/m.py"]),
+        // Named and walked, whichever comes first.
+        (vec![&abs_m, "pkg"], vec![&abs_m]),
+        (vec!["pkg", &abs_m], vec!["pkg/m.py"]),
+        (vec!["pkg/m_twin.py", "pkg"], vec!["pkg/m_twin.py"]),
+        // Overlapping directories.
+        (vec!["pkg/../pkg", "pkg"], vec!["pkg/../pkg/m.py"]),
+        (vec!["pkg", "pkg/../pkg"], vec!["pkg/m.py"]),
+    ];
+    for (args, paths) in &cases {
+        // Twice: the walk is parallel, the answer must not depend on it.
+        for _ in 0..2 {
+            let run = p.run(args);
+            run.expect_code(0);
+            assert_eq!(&run.diff_paths(), paths, "{args:?}\n{run}");
+            assert!(run.summary().contains("1 file scanned"), "{args:?}\n{run}");
+        }
+    }
+    // --apply writes each file once and succeeds.
+    let run = p.run(&[
+        "--apply", "a.py", "link.py", "hard.py", &abs_a, "pkg", &abs_m,
+    ]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("a.py"), HOOK_FENCED);
+    assert_eq!(p.read_str("pkg/m.py"), HOOK_FENCED);
+    p.run(&["--check", "a.py", "link.py", "pkg/m.py"])
+        .expect_code(0);
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let p = Project::new(&[]);
     for shell in ["bash", "zsh", "fish"] {
