@@ -776,15 +776,9 @@ pub fn run(
             .filter(|f| f.new_text.is_some())
             .map(|f| f.path.as_path())
             .collect();
-        let dirty = vcs::uncommitted(&touched);
-        if !dirty.is_empty() {
-            let names: Vec<String> = dirty.iter().map(|p| p.display().to_string()).collect();
-            writeln!(
-                stderr,
-                "hookfence: refusing to write: {} {} uncommitted changes in git (commit or stash them so the rewrite can be reviewed and undone, or pass --allow-dirty)",
-                names.join(", "),
-                if dirty.len() == 1 { "has" } else { "have" }
-            )?;
+        let unprotected = vcs::unprotected(&touched);
+        if !unprotected.is_empty() {
+            writeln!(stderr, "hookfence: {}", vcs::refusal(&unprotected))?;
             return Ok(exit::ERROR);
         }
     }

@@ -2277,6 +2277,121 @@ fn a_file_reached_by_several_spellings_is_processed_once_under_the_first() {
 }
 
 #[test]
+fn the_dirty_tree_guard_checks_the_file_written_and_refuses_what_git_cannot_restore() {
+    let p = Project::new(&[
+        ("repo/real.py", HOOK.as_bytes()),
+        ("repo/clean.py", HOOK.as_bytes()),
+        ("repo/gen/hook.py", HOOK.as_bytes()),
+        ("repo/.gitignore", b"gen/\n"),
+        ("other/theirs.py", HOOK.as_bytes()),
+    ]);
+    p.symlink("real.py", "repo/link.py");
+    p.symlink("../other/theirs.py", "repo/elsewhere.py");
+    p.symlink("clean.py", "repo/new_link.py");
+    let commit = |dir: &str| {
+        let cwd = p.path(dir);
+        for args in [
+            &["-c", "init.defaultBranch=main", "init", "-q"][..],
+            &["add", "."],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "commit",
+                "-qm",
+                "init",
+            ],
+        ] {
+            let run = git_cmd(&cwd).args(args).run();
+            assert_eq!(run.code, Some(0), "git {args:?}: {run}");
+        }
+    };
+    commit("other");
+    fs::remove_file(p.path("repo/new_link.py")).unwrap();
+    commit("repo");
+    p.symlink("clean.py", "repo/new_link.py");
+    // Committed clean links whose targets have uncommitted edits, in the
+    // same work tree and in another one.
+    p.write("repo/real.py", format!("{HOOK}# edited\n"));
+    p.write("other/theirs.py", format!("{HOOK}# edited\n"));
+    p.write("repo/untracked.py", HOOK);
+    let real = fs::canonicalize(p.path("repo/real.py")).unwrap();
+    let theirs = fs::canonicalize(p.path("other/theirs.py")).unwrap();
+    // `git status` may refresh the index: only the work trees' files count.
+    let work_files = || {
+        let mut files = p.contents();
+        files.retain(|path, _| !path.components().any(|c| c.as_os_str() == ".git"));
+        files
+    };
+    let before = work_files();
+    let cases = [
+        (
+            "link.py",
+            format!(
+                "link.py (a link to {}) has uncommitted changes",
+                real.display()
+            ),
+        ),
+        (
+            "elsewhere.py",
+            format!(
+                "elsewhere.py (a link to {}) has uncommitted changes",
+                theirs.display()
+            ),
+        ),
+        (
+            "gen/hook.py",
+            "gen/hook.py is ignored by git, so `git checkout` cannot restore it".to_owned(),
+        ),
+        (
+            "untracked.py",
+            "untracked.py is not tracked by git".to_owned(),
+        ),
+    ];
+    let cwd = p.path("repo");
+    for (file, message) in &cases {
+        let run = p.cmd().current_dir(&cwd).args(["--apply", file]).run();
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("refusing to write: {message}")),
+            "{file}: {run}"
+        );
+        assert!(run.stderr.contains("--allow-dirty"), "{run}");
+        assert!(work_files() == before, "{file}: nothing written");
+    }
+    // An untracked link to a clean committed file writes that file, which
+    // `git checkout` can restore.
+    let run = p
+        .cmd()
+        .current_dir(&cwd)
+        .args(["-q", "--apply", "new_link.py"])
+        .run();
+    run.expect_code(0);
+    assert_eq!(p.read_str("repo/clean.py"), HOOK_FENCED);
+    // --allow-dirty writes them all.
+    let run = p
+        .cmd()
+        .current_dir(&cwd)
+        .args([
+            "-q",
+            "--apply",
+            "--allow-dirty",
+            "link.py",
+            "elsewhere.py",
+            "gen/hook.py",
+        ])
+        .run();
+    run.expect_code(0);
+    assert_eq!(p.read_str("repo/gen/hook.py"), HOOK_FENCED);
+    assert!(
+        p.read_str("other/theirs.py")
+            .contains("@torch.compiler.disable()")
+    );
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let p = Project::new(&[]);
     for shell in ["bash", "zsh", "fish"] {
