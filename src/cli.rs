@@ -204,7 +204,8 @@ pub struct Settings {
     pub quiet: bool,
     pub color_stdout: bool,
     pub color_stderr: bool,
-    pub jobs: Option<usize>,
+    /// Worker threads (see [`pool_size`]).
+    pub jobs: usize,
     pub options: Options,
     pub emit_pytest: Option<PathBuf>,
     /// The configuration file read, if any.
@@ -343,6 +344,11 @@ impl Settings {
             }
             options.progress = Some(bar);
         }
+        let jobs = pool_size(
+            args.jobs.filter(|&j| j > 0),
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            known_work(&paths, stdin_name.is_some()),
+        );
         Ok(Settings {
             paths,
             stdin_name,
@@ -353,12 +359,40 @@ impl Settings {
             quiet: args.quiet,
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(stderr_terminal),
-            jobs: args.jobs.filter(|&j| j > 0),
+            jobs,
             options,
             emit_pytest: args.emit_pytest,
             config_path: config.path,
         })
     }
+}
+
+/// The most worker threads `-j` gets per core: more cannot help (waiting
+/// for a read is the only waiting a run does), and thousands of idle
+/// threads cost a run on one file a minute.
+pub const MAX_JOBS_PER_CORE: usize = 4;
+
+/// The worker threads a run gets: `-j` (default: one per core), but no more
+/// than [`MAX_JOBS_PER_CORE`] per core, nor more than one per file plus one
+/// (on which the queries compile while the first file is read) when the
+/// files are known in advance (`work`: no directory to walk).
+pub fn pool_size(requested: Option<usize>, cores: usize, work: Option<usize>) -> usize {
+    let cores = cores.max(1);
+    requested
+        .unwrap_or(cores)
+        .min(cores.saturating_mul(MAX_JOBS_PER_CORE))
+        .min(work.map_or(usize::MAX, |files| files.saturating_add(1)))
+        .max(1)
+}
+
+/// How many files a run reads, when that is known before it starts: stdin
+/// is one, paths that are all files are as many; a directory could hold
+/// any number.
+fn known_work(paths: &[PathBuf], stdin: bool) -> Option<usize> {
+    if stdin {
+        return Some(1);
+    }
+    paths.iter().all(|p| !p.is_dir()).then_some(paths.len())
 }
 
 /// The most bytes read from a `--files-from` list: some two million paths,

@@ -757,15 +757,13 @@ pub fn run(
         (Some(name), Some(raw)) => analyze_source(name.clone(), raw.clone(), options),
         _ => analyze(&settings.paths, options),
     };
-    let mut analysis = match settings.jobs {
-        Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(work),
-            Err(err) => {
-                writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
-                return Ok(exit::ERROR);
-            }
-        },
-        None => work(),
+    let jobs = settings.jobs;
+    let mut analysis = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+        Ok(pool) => pool.install(work),
+        Err(err) => {
+            writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
+            return Ok(exit::ERROR);
+        }
     };
 
     // Checked before any question is asked: every file that may be written.

@@ -2392,6 +2392,57 @@ fn the_dirty_tree_guard_checks_the_file_written_and_refuses_what_git_cannot_rest
 }
 
 #[test]
+fn the_thread_pool_is_capped_at_the_work_and_at_a_few_threads_per_core() {
+    use clap::Parser as _;
+    use hookfence::cli::{Args, MAX_JOBS_PER_CORE, Settings};
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("pkg/b.py", HOOK.as_bytes()),
+        ("list.txt", b"a.py\n"),
+    ]);
+    let path = |rel: &str| p.path(rel).to_str().unwrap().to_owned();
+    let jobs = |args: &[String]| {
+        let argv = ["hookfence", "--isolated"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(args.iter().cloned());
+        Settings::from_args(Args::parse_from(argv)).unwrap().jobs
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let many = "2048".to_owned();
+    // Files known in advance: one thread per file, plus one.
+    assert_eq!(jobs(&["-j".into(), many.clone(), path("a.py")]), 2);
+    assert_eq!(
+        jobs(&["-j".into(), many.clone(), path("a.py"), path("pkg/b.py")]),
+        3
+    );
+    assert_eq!(jobs(&["-j".into(), many.clone(), "-".into()]), 2, "stdin");
+    assert_eq!(jobs(&[path("a.py")]), cores.min(2), "the default too");
+    // A directory to walk: a few per core at most.
+    assert!(MAX_JOBS_PER_CORE * cores < 2048);
+    assert_eq!(
+        jobs(&["-j".into(), many.clone(), path("pkg")]),
+        MAX_JOBS_PER_CORE * cores
+    );
+    assert_eq!(
+        jobs(&[
+            "-j".into(),
+            many.clone(),
+            "--files-from".into(),
+            path("list.txt")
+        ]),
+        2,
+        "--files-from: the paths listed count"
+    );
+    assert_eq!(
+        jobs(&["-j".into(), "3".into(), path("pkg")]),
+        3.min(MAX_JOBS_PER_CORE * cores)
+    );
+    assert_eq!(jobs(&[path("pkg")]), cores);
+    assert_eq!(jobs(&["-j".into(), "0".into(), path("pkg")]), cores);
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     let p = Project::new(&[]);
     for shell in ["bash", "zsh", "fish"] {
