@@ -177,7 +177,8 @@ pub struct Args {
     #[arg(long, help_heading = "Performance")]
     pub no_prefilter: bool,
 
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: one per core; at most 4 per core, and one per
+    /// file plus one when only files are named).
     #[arg(short, long, value_name = "N", help_heading = "Performance")]
     pub jobs: Option<usize>,
 }
