@@ -1490,8 +1490,9 @@ def attach(model, make_hook):
 
 #[test]
 fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
-    // The configured decorator passes the config check (a dotted name and a
-    // call) but is not valid Python: the check that every rewrite parses
+    // The configured decorator passes the string checks (a dotted name and a
+    // call) but is not valid Python, and the debug-only hook lets it past
+    // the parse of the decorator alone: the check that every rewrite parses
     // must catch it, both for a registered hook (planned while the walk
     // goes on, checked by an incremental parse) and for a protocol method
     // (planned once every class is known, checked by a full parse).
@@ -1505,7 +1506,11 @@ fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
         ("hooks.py", HOOK.as_bytes()),
     ]);
     let before = p.snapshot();
-    let run = p.run(&["--apply", "--allow-dirty", "."]);
+    let run = p
+        .cmd()
+        .env("HOOKFENCE_TEST_UNCHECKED_DECORATOR", "1")
+        .args(["--apply", "--allow-dirty", "."])
+        .run();
     run.expect_code(2);
     for expected in [
         "hooks.py:8:32: the rewritten file would not parse (syntax error: expected \"]\"); nothing was written",
