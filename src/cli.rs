@@ -184,7 +184,8 @@ pub struct Args {
     #[arg(long, help_heading = "Performance")]
     pub no_prefilter: bool,
 
-    /// Worker threads (default: one per core).
+    /// Worker threads (default: one per core; at most 4 per core, and one per
+    /// file plus one when only files are named).
     #[arg(short, long, value_name = "N", help_heading = "Performance")]
     pub jobs: Option<usize>,
 }
@@ -211,7 +212,8 @@ pub struct Settings {
     pub quiet: bool,
     pub color_stdout: bool,
     pub color_stderr: bool,
-    pub jobs: Option<usize>,
+    /// Worker threads (see [`pool_size`]).
+    pub jobs: usize,
     pub options: Options,
     pub emit_pytest: Option<PathBuf>,
     /// The configuration file read, if any.
@@ -316,6 +318,17 @@ impl Settings {
         }
         exclude.extend(config.exclude.clone());
 
+        let vocabulary = Vocabulary::new(&config.settings);
+        // Debug builds can skip the check, so that a test can reach the
+        // re-parse that guards every rewrite with a decorator that breaks it.
+        let unchecked = cfg!(debug_assertions)
+            && std::env::var_os("HOOKFENCE_TEST_UNCHECKED_DECORATOR").is_some();
+        if config.settings.decorator.is_some() && !unchecked {
+            check_decorator(&vocabulary).map_err(|message| {
+                let file = config.path.as_deref().unwrap_or(Path::new("configuration"));
+                format!("{}: decorator: {message}", file.display())
+            })?;
+        }
         let options = Options {
             all_hooks: args.all_hooks || config.settings.all_hooks.unwrap_or(false),
             prefilter: !args.no_prefilter,
@@ -324,7 +337,7 @@ impl Settings {
                 StrategyArg::Wrap => Strategy::Wrap,
             },
             helper_module: args.helper_module.clone(),
-            vocabulary: Arc::new(Vocabulary::new(&config.settings)),
+            vocabulary: Arc::new(vocabulary),
             selection: Selection { include, exclude },
             progress: None,
             discovered: Arc::default(),
@@ -346,6 +359,11 @@ impl Settings {
             }
             options.progress = Some(bar);
         }
+        let jobs = pool_size(
+            args.jobs.filter(|&j| j > 0),
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            known_work(&paths, stdin_name.is_some()),
+        );
         Ok(Settings {
             paths,
             stdin_name,
@@ -356,7 +374,7 @@ impl Settings {
             quiet: args.quiet,
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(stderr_terminal),
-            jobs: args.jobs.filter(|&j| j > 0),
+            jobs,
             options,
             emit_pytest: args.emit_pytest,
             config_path: config.path,
@@ -364,19 +382,105 @@ impl Settings {
     }
 }
 
+/// The most worker threads `-j` gets per core: more cannot help (waiting
+/// for a read is the only waiting a run does), and thousands of idle
+/// threads cost a run on one file a minute.
+pub const MAX_JOBS_PER_CORE: usize = 4;
+
+/// The worker threads a run gets: `-j` (default: one per core), but no more
+/// than [`MAX_JOBS_PER_CORE`] per core, nor more than one per file plus one
+/// (on which the queries compile while the first file is read) when the
+/// files are known in advance (`work`: no directory to walk).
+pub fn pool_size(requested: Option<usize>, cores: usize, work: Option<usize>) -> usize {
+    let cores = cores.max(1);
+    requested
+        .unwrap_or(cores)
+        .min(cores.saturating_mul(MAX_JOBS_PER_CORE))
+        .min(work.map_or(usize::MAX, |files| files.saturating_add(1)))
+        .max(1)
+}
+
+/// How many files a run reads, when that is known before it starts: stdin
+/// is one, paths that are all files are as many; a directory could hold
+/// any number.
+fn known_work(paths: &[PathBuf], stdin: bool) -> Option<usize> {
+    if stdin {
+        return Some(1);
+    }
+    paths.iter().all(|p| !p.is_dir()).then_some(paths.len())
+}
+
+/// The most bytes read from a `--files-from` list: some two million paths,
+/// more than the largest monorepos hold, and `--files-from /dev/zero` stops
+/// at once.
+pub const MAX_PATH_LIST_BYTES: u64 = 256 * crate::source::MIB;
+
 /// The paths in a `--files-from` list: one per line, blank lines skipped.
 fn read_path_list(list: &Path) -> Result<Vec<PathBuf>, String> {
-    let text = if list.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())
+    const WHAT: &str = "a --files-from list";
+    let bytes = if list.as_os_str() == "-" {
+        crate::source::read_limited(std::io::stdin(), MAX_PATH_LIST_BYTES, WHAT)
             .map_err(|e| format!("--files-from -: cannot read stdin: {e}"))?
     } else {
-        std::fs::read_to_string(list)
+        crate::source::read_file_limited(list, MAX_PATH_LIST_BYTES, WHAT)
             .map_err(|e| format!("--files-from {}: {e}", list.display()))?
     };
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "--files-from {}: stream did not contain valid UTF-8",
+            list.display()
+        )
+    })?;
     Ok(text
         .lines()
         .map(|l| l.trim_end_matches('\r'))
         .filter(|l| !l.trim().is_empty())
         .map(PathBuf::from)
         .collect())
+}
+
+/// Checks the configured decorator the way the rewrite will use it: written
+/// after `@` above a `def`, below the import of its first segment, it must
+/// parse as exactly one decorator made of exactly that text, and the fence
+/// recogniser must see a fence in it. Otherwise a second `--apply` would
+/// not see the first one's fences and would fence again (or the rewrite
+/// would not parse at all).
+fn check_decorator(vocabulary: &Vocabulary) -> Result<(), String> {
+    let decorator = vocabulary.decorator.as_str();
+    let accepted =
+        "(accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")";
+    let root = decorator.split_once('.').map_or(decorator, |(r, _)| r);
+    let import = format!("import {root}\n");
+    let snippet = format!("{import}@{decorator}\ndef f():\n    pass\n");
+    let at = import.len() + 1..import.len() + 1 + decorator.len();
+    let tree = crate::parse::parse(&snippet).filter(|t| !t.root_node().has_error());
+    let expression = tree.as_ref().and_then(|tree| {
+        let root = tree.root_node();
+        let definition = root
+            .named_child(1)
+            .filter(|_| root.named_child_count() == 2)?;
+        let mut cursor = definition.walk();
+        let decorators: Vec<_> = definition
+            .named_children(&mut cursor)
+            .filter(|n| n.kind() != "function_definition")
+            .collect();
+        match decorators[..] {
+            [only] if only.kind() == "decorator" && only.named_child_count() == 1 => Some(only),
+            _ => None,
+        }
+    });
+    let Some(node) = expression.filter(|d| d.named_child(0).is_some_and(|e| e.byte_range() == at))
+    else {
+        return Err(format!(
+            "{decorator:?} does not parse as one decorator expression {accepted}"
+        ));
+    };
+    let recognised = crate::matcher::decorator_callee(node, &snippet)
+        .is_some_and(|callee| crate::matcher::is_fence_path(&callee, vocabulary));
+    if !recognised {
+        return Err(format!(
+            "hookfence would not recognise `@{decorator}` as a fence, so every --apply would add it again {accepted}"
+        ));
+    }
+    Ok(())
 }

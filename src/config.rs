@@ -67,24 +67,38 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// The most bytes read from a configuration file: a hundred times the
+/// largest `pyproject.toml` of any real project, and `--config /dev/zero`
+/// stops at once.
+pub const MAX_CONFIG_BYTES: u64 = 4 * crate::source::MIB;
+
 /// Where to look: `--config`, else the nearest file above `start`.
 pub fn load(explicit: Option<&Path>, isolated: bool, start: &Path) -> Result<Config, ConfigError> {
     if isolated {
         return Ok(Config::default());
     }
-    let path = match explicit {
-        Some(path) => path.to_path_buf(),
-        None => match find(start) {
-            Some(path) => path,
+    let (path, text) = match explicit {
+        Some(path) => (path.to_path_buf(), None),
+        None => match find(start)? {
+            Some((path, text)) => (path, Some(text)),
             None => return Ok(Config::default()),
         },
     };
-    read(&path)
+    let text = match text {
+        Some(text) => text,
+        None => read_text(&path)?,
+    };
+    read(&path, &text)
 }
 
-/// The nearest `hookfence.toml`, or `pyproject.toml` with `[tool.hookfence]`.
-fn find(start: &Path) -> Option<PathBuf> {
-    let start = std::path::absolute(start).ok()?;
+/// The nearest `hookfence.toml`, or `pyproject.toml` with `[tool.hookfence]`,
+/// with its text. A `pyproject.toml` on the way that cannot be read or is
+/// not TOML is an error: whether it configures hookfence cannot be told,
+/// and skipping it would drop its settings (its `exclude`) silently.
+fn find(start: &Path) -> Result<Option<(PathBuf, String)>, ConfigError> {
+    let Ok(start) = std::path::absolute(start) else {
+        return Ok(None);
+    };
     let mut dir = if start.is_dir() {
         Some(start.as_path())
     } else {
@@ -93,49 +107,89 @@ fn find(start: &Path) -> Option<PathBuf> {
     while let Some(d) = dir {
         let own = d.join("hookfence.toml");
         if own.is_file() {
-            return Some(own);
+            let text = read_text(&own)?;
+            return Ok(Some((own, text)));
         }
         let pyproject = d.join("pyproject.toml");
-        if let Ok(text) = std::fs::read_to_string(&pyproject)
-            && let Ok(parsed) = toml::from_str::<toml::Table>(&text)
-            && parsed
+        if pyproject.is_file() {
+            let text = read_text(&pyproject)?;
+            let parsed = toml::from_str::<toml::Table>(&text).map_err(|e| {
+                let mut error = toml_error(&pyproject, &text, &e, "");
+                error.message.push_str(
+                    " (found while looking for hookfence's configuration: fix it, or pass --config FILE or --isolated)",
+                );
+                error
+            })?;
+            if parsed
                 .get("tool")
                 .and_then(|t| t.get("hookfence"))
                 .is_some()
-        {
-            return Some(pyproject);
+            {
+                return Ok(Some((pyproject, text)));
+            }
         }
         dir = d.parent();
     }
-    None
+    Ok(None)
 }
 
-fn read(path: &Path) -> Result<Config, ConfigError> {
+/// A configuration file's text, read up to [`MAX_CONFIG_BYTES`].
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    let error = |message: String| ConfigError {
+        path: path.to_path_buf(),
+        at: None,
+        message,
+    };
+    let bytes = crate::source::read_file_limited(path, MAX_CONFIG_BYTES, "a configuration file")
+        .map_err(|e| error(format!("cannot read: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let (line, column) =
+            crate::source::text_position(&String::from_utf8_lossy(&e.as_bytes()[..at]), at);
+        ConfigError {
+            path: path.to_path_buf(),
+            at: Some((line, column)),
+            message: "not UTF-8 (TOML files are UTF-8)".to_owned(),
+        }
+    })
+}
+
+/// A TOML parse or type error, at its line:col.
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error, table: &str) -> ConfigError {
+    let at = e
+        .span()
+        .map(|span| crate::source::text_position(text, span.start));
+    ConfigError {
+        path: path.to_path_buf(),
+        at,
+        message: format!("{table}{}", e.message().trim()),
+    }
+}
+
+fn read(path: &Path, text: &str) -> Result<Config, ConfigError> {
     let error = |at, message: String| ConfigError {
         path: path.to_path_buf(),
         at,
         message,
     };
-    let text =
-        std::fs::read_to_string(path).map_err(|e| error(None, format!("cannot read: {e}")))?;
     let is_pyproject = path.file_name().is_some_and(|n| n == "pyproject.toml");
+    if is_pyproject {
+        // A syntax error is the file's, not the table's.
+        toml::from_str::<toml::Table>(text).map_err(|e| toml_error(path, text, &e, ""))?;
+    }
     let parsed = if is_pyproject {
-        toml::from_str::<Pyproject>(&text)
+        toml::from_str::<Pyproject>(text)
             .map(|p| p.tool.and_then(|t| t.hookfence).unwrap_or_default())
     } else {
-        toml::from_str::<Settings>(&text)
+        toml::from_str::<Settings>(text)
     };
     let settings = parsed.map_err(|e| {
-        let at = e.span().map(|span| {
-            let (line, column) = crate::source::text_position(&text, span.start);
-            (line, column)
-        });
         let table = if is_pyproject {
             "[tool.hookfence]: "
         } else {
             ""
         };
-        error(at, format!("{table}{}", e.message().trim()))
+        toml_error(path, text, &e, table)
     })?;
     validate(&settings).map_err(|m| error(None, m))?;
     let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -188,13 +242,25 @@ fn validate(settings: &Settings) -> Result<(), String> {
         }
     }
     if let Some(decorator) = &settings.decorator {
+        // A newline would end the decorator line early and the rest would
+        // become code; no other control character belongs in one either.
+        if let Some(c) = decorator
+            .chars()
+            .find(|&c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}'))
+        {
+            return Err(format!(
+                "decorator: {decorator:?} holds the control character {c:?} (accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")"
+            ));
+        }
         let callee = decorator
             .split_once('(')
             .map_or(decorator.as_str(), |(c, _)| c);
         let call_ok = decorator
             .split_once('(')
             .is_none_or(|(_, rest)| rest.ends_with(')'));
-        if !is_dotted(callee) || !call_ok {
+        // The first segment is what the rewrite imports (`import torch`):
+        // a bare name would import the decorator as a module.
+        if !is_dotted(callee) || !callee.contains('.') || !call_ok {
             return Err(format!(
                 "decorator: {decorator:?} is not accepted (accepted: a dotted name with an optional call, e.g. \"torch.compiler.disable()\")"
             ));

@@ -209,15 +209,27 @@ thread_local! {
 }
 
 /// Reads a whole file into `buffer` (grown as needed, never shrunk below what
-/// it holds) and returns its bytes.
+/// it holds) and returns its bytes; more than [`source::MAX_SOURCE_BYTES`] is
+/// an error.
 fn read_into<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> std::io::Result<&'b [u8]> {
     use std::io::Read;
+    let limit = usize::try_from(source::MAX_SOURCE_BYTES).unwrap_or(usize::MAX);
     let mut file = std::fs::File::open(path)?;
     let mut filled = 0;
     loop {
+        if filled > limit {
+            return Err(source::too_large(
+                source::MAX_SOURCE_BYTES,
+                "a Python source",
+            ));
+        }
         if filled == buffer.len() {
             let more = buffer.len().max(64 * 1024);
-            buffer.resize(buffer.len() + more, 0);
+            // One byte past the limit is enough to tell.
+            let len = (buffer.len() + more)
+                .min(limit.saturating_add(1))
+                .max(filled + 1);
+            buffer.resize(len, 0);
         }
         match file.read(&mut buffer[filled..]) {
             Ok(0) => return Ok(&buffer[..filled]),
@@ -932,12 +944,18 @@ pub fn run(
     }
     let stdin_raw = match &settings.stdin_name {
         Some(name) => {
-            let mut raw = Vec::new();
-            if let Err(err) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut raw) {
-                writeln!(stderr, "{}: cannot read stdin: {err}", name.display())?;
-                return Ok(exit::ERROR);
+            let read = source::read_limited(
+                std::io::stdin(),
+                source::MAX_SOURCE_BYTES,
+                "a Python source",
+            );
+            match read {
+                Ok(raw) => Some(raw),
+                Err(err) => {
+                    writeln!(stderr, "{}: cannot read stdin: {err}", name.display())?;
+                    return Ok(exit::ERROR);
+                }
             }
-            Some(raw)
         }
         None => None,
     };
@@ -945,15 +963,13 @@ pub fn run(
         (Some(name), Some(raw)) => analyze_source(name.clone(), raw.clone(), options),
         _ => analyze(&settings.paths, options),
     };
-    let mut analysis = match settings.jobs {
-        Some(jobs) => match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
-            Ok(pool) => pool.install(work),
-            Err(err) => {
-                writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
-                return Ok(exit::ERROR);
-            }
-        },
-        None => work(),
+    let jobs = settings.jobs;
+    let mut analysis = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+        Ok(pool) => pool.install(work),
+        Err(err) => {
+            writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;
+            return Ok(exit::ERROR);
+        }
     };
 
     // Checked before any question is asked: every file that may be written.
@@ -964,15 +980,9 @@ pub fn run(
             .filter(|f| f.new_text.is_some())
             .map(|f| f.path.as_path())
             .collect();
-        let dirty = vcs::uncommitted(&touched);
-        if !dirty.is_empty() {
-            let names: Vec<String> = dirty.iter().map(|p| p.display().to_string()).collect();
-            writeln!(
-                stderr,
-                "hookfence: refusing to write: {} {} uncommitted changes in git (commit or stash them so the rewrite can be reviewed and undone, or pass --allow-dirty)",
-                names.join(", "),
-                if dirty.len() == 1 { "has" } else { "have" }
-            )?;
+        let unprotected = vcs::unprotected(&touched);
+        if !unprotected.is_empty() {
+            writeln!(stderr, "hookfence: {}", vcs::refusal(&unprotected))?;
             return Ok(exit::ERROR);
         }
     }

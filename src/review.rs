@@ -475,6 +475,10 @@ pub fn session(
     Ok(verdicts)
 }
 
+/// The most bytes read from a `--replay` file: a few hundred thousand
+/// answers, and `--replay /dev/zero` stops at once.
+pub const MAX_DECISIONS_BYTES: u64 = 64 * crate::source::MIB;
+
 /// Narrows `analysis` to the fences the review accepts (rewriting each
 /// file's `new_text`), adding a `# hookfence: ignore` line for each hook the
 /// user suppresses. An `Err` stops the run before anything is written.
@@ -504,8 +508,11 @@ pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Res
             verdicts
         }
         Review::Replay(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let bytes =
+                crate::source::read_file_limited(path, MAX_DECISIONS_BYTES, "a decisions file")
+                    .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| format!("{}: cannot read: not UTF-8", path.display()))?;
             let decisions =
                 Decisions::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             replay(analysis, &planned, &decisions, path)?

@@ -68,6 +68,67 @@ pub struct Source {
     pub text: String,
 }
 
+/// One mebibyte, the unit the read limits are given in.
+pub const MIB: u64 = 1 << 20;
+
+/// The most bytes hookfence reads from one Python source, a file or stdin:
+/// far beyond any real module (the largest generated ones run to tens of
+/// MiB), and small enough that `hookfence - < /dev/zero` stops at once.
+pub const MAX_SOURCE_BYTES: u64 = 256 * MIB;
+
+/// The error for an input of more than `limit` bytes; `what` names the kind
+/// of input ("a Python source").
+pub fn too_large(limit: u64, what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::FileTooLarge,
+        format!(
+            "more than {} MiB, the most hookfence reads from {what}",
+            limit / MIB
+        ),
+    )
+}
+
+/// Reads all of `reader`, or fails with [`too_large`] as soon as it has
+/// given more than `limit` bytes: an endless input (`/dev/zero`, a pipe
+/// that never closes its write end while writing) costs `limit` bytes of
+/// memory, not all of it.
+pub fn read_limited(
+    reader: impl std::io::Read,
+    limit: u64,
+    what: &str,
+) -> std::io::Result<Vec<u8>> {
+    read_limited_into(reader, limit, what, Vec::new())
+}
+
+/// [`read_limited`] on a file, its buffer sized from the file's length
+/// where it has one.
+pub fn read_file_limited(
+    path: &std::path::Path,
+    limit: u64,
+    what: &str,
+) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let buffer = Vec::with_capacity(usize::try_from(hint).unwrap_or(0).saturating_add(1));
+    read_limited_into(file, limit, what, buffer)
+}
+
+fn read_limited_into(
+    reader: impl std::io::Read,
+    limit: u64,
+    what: &str,
+    mut buffer: Vec<u8>,
+) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buffer)?;
+    if buffer.len() as u64 > limit {
+        return Err(too_large(limit, what));
+    }
+    Ok(buffer)
+}
+
 static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[ \t\x0C]*#.*?coding[:=][ \t]*([-\w.]+)").expect("cookie regex is valid")
 });
@@ -341,6 +402,20 @@ mod tests {
             Source::decode(b"x = 1\ny\0 = 2\n".to_vec()),
             Err(DecodeError::NulByte { line: 2, column: 2 })
         ));
+    }
+
+    #[test]
+    fn reads_stop_one_byte_past_the_limit() {
+        let read = |n: usize| read_limited(&vec![b'x'; n][..], 4, "a test input");
+        assert_eq!(read(4).unwrap(), b"xxxx");
+        let err = read(5).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+        // An endless reader stops too.
+        let err = read_limited(std::io::repeat(0), MIB, "a test input").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "more than 1 MiB, the most hookfence reads from a test input"
+        );
     }
 
     #[test]

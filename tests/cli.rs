@@ -1490,8 +1490,9 @@ def attach(model, make_hook):
 
 #[test]
 fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
-    // The configured decorator passes the config check (a dotted name and a
-    // call) but is not valid Python: the check that every rewrite parses
+    // The configured decorator passes the string checks (a dotted name and a
+    // call) but is not valid Python, and the debug-only hook lets it past
+    // the parse of the decorator alone: the check that every rewrite parses
     // must catch it, both for a registered hook (planned while the walk
     // goes on, checked by an incremental parse) and for a protocol method
     // (planned once every class is known, checked by a full parse).
@@ -1505,7 +1506,11 @@ fn a_rewrite_that_would_not_parse_is_refused_on_either_path() {
         ("hooks.py", HOOK.as_bytes()),
     ]);
     let before = p.snapshot();
-    let run = p.run(&["--apply", "--allow-dirty", "."]);
+    let run = p
+        .cmd()
+        .env("HOOKFENCE_TEST_UNCHECKED_DECORATOR", "1")
+        .args(["--apply", "--allow-dirty", "."])
+        .run();
     run.expect_code(2);
     for expected in [
         "hooks.py:8:32: the rewritten file would not parse (syntax error: expected \"]\"); nothing was written",
@@ -1992,6 +1997,454 @@ fn apply_refuses_files_with_uncommitted_changes_unless_allowed() {
     p.run(&["-q", "--apply", "--allow-dirty", "."])
         .expect_code(0);
     assert_eq!(p.read_str("dirty.py"), HOOK_FENCED);
+}
+
+// ---------------------------------------------------------------------------
+// Resource bounds, options and configuration (issue 12, items 14 to 19)
+// ---------------------------------------------------------------------------
+
+/// Runs hookfence on `args` at the project root with stdin from `stdin`,
+/// its address space capped at 1.5 GiB, so that an unbounded read fails
+/// fast instead of eating the machine's memory.
+fn run_capped(p: &Project, args: &[&str], stdin: &Path) -> Run {
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1572864 && exec \"$@\"")
+        .arg("sh")
+        .arg(BIN)
+        .args(["-j", "2"])
+        .args(args)
+        .current_dir(p.root())
+        .stdin(fs::File::open(stdin).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::finish(child, &format!("hookfence {args:?}")).into()
+}
+
+/// A sparse file of `len` bytes (zeros, no disk used).
+fn sparse(p: &Project, rel: &str, len: u64) {
+    p.write(rel, b"");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(p.path(rel))
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn every_input_is_read_up_to_a_limit_and_beyond_it_is_an_error_naming_it() {
+    let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+    let zero = Path::new("/dev/zero");
+    let null = Path::new("/dev/null");
+    let before = p.snapshot();
+    let cases: &[(&[&str], &Path, &str)] = &[
+        (
+            &["--config", "/dev/zero", "--apply", "hook.py"],
+            null,
+            "/dev/zero: cannot read: more than 4 MiB, the most hookfence reads from a configuration file",
+        ),
+        (
+            &["--files-from", "/dev/zero", "--apply"],
+            null,
+            "--files-from /dev/zero: more than 256 MiB, the most hookfence reads from a --files-from list",
+        ),
+        (
+            &["--files-from", "-", "--apply"],
+            zero,
+            "--files-from -: cannot read stdin: more than 256 MiB",
+        ),
+        (
+            &["--replay", "/dev/zero", "hook.py"],
+            null,
+            "/dev/zero: cannot read: more than 64 MiB, the most hookfence reads from a decisions file",
+        ),
+        (
+            &["-", "--stdin-filename", "pkg/hooks.py"],
+            zero,
+            "pkg/hooks.py: cannot read stdin: more than 256 MiB, the most hookfence reads from a Python source",
+        ),
+    ];
+    for (args, stdin, message) in cases {
+        let run = run_capped(&p, args, stdin);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "{args:?}: {run}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run}");
+        before.assert_same(&p.snapshot(), &format!("{args:?}"));
+    }
+
+    // Files: a discovered configuration file and a Python source one byte
+    // over their limits (sparse, so they cost no disk), among good files.
+    sparse(&p, "pyproject.toml", 4 * MIB + 1);
+    let run = run_capped(&p, &["--apply", "hook.py"], null);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pyproject.toml: cannot read: more than 4 MiB"),
+        "{run}"
+    );
+    fs::remove_file(p.path("pyproject.toml")).unwrap();
+    sparse(&p, "pkg/generated.py", 256 * MIB + 1);
+    p.write("pkg/hook.py", HOOK);
+    let run = run_capped(&p, &["--apply", "--allow-dirty", "pkg"], null);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "pkg/generated.py: cannot read: more than 256 MiB, the most hookfence reads from a Python source"
+        ),
+        "{run}"
+    );
+    assert_eq!(
+        p.read_str("pkg/hook.py"),
+        HOOK_FENCED,
+        "the other file is fenced"
+    );
+}
+
+#[test]
+fn a_discovered_configuration_file_that_is_not_valid_is_an_error_at_its_line() {
+    let p = Project::new(&[("src/hook.py", HOOK.as_bytes())]);
+    let before_files = p.snapshot();
+    // (file, text, what stderr must say), each found from `src/hook.py`
+    // and from `src`, in the directory above or two above.
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "pyproject.toml",
+            b"[tool.hookfence]\nexclude = [\"src\"\n",
+            "pyproject.toml:2:17: unclosed array",
+        ),
+        (
+            "pyproject.toml",
+            b"[project]\nname = \"x\"\nname = \"y\"\n",
+            "pyproject.toml:3:1: duplicate key",
+        ),
+        (
+            "src/pyproject.toml",
+            b"[project\n",
+            "src/pyproject.toml:1:9: unclosed table",
+        ),
+        (
+            "pyproject.toml",
+            b"[tool]\nhookfence = 3\n",
+            "pyproject.toml:2:13: [tool.hookfence]: invalid type",
+        ),
+        (
+            "pyproject.toml",
+            b"[tool.hookfence]\nexclude = \"src\"\n",
+            "pyproject.toml:2:11: [tool.hookfence]: invalid type",
+        ),
+        (
+            "pyproject.toml",
+            b"# caf\xe9\n[tool.hookfence]\n",
+            "pyproject.toml:1:6: not UTF-8",
+        ),
+        (
+            "hookfence.toml",
+            b"exclude = [\n",
+            "hookfence.toml:1:12: unclosed array",
+        ),
+    ];
+    for (file, text, message) in cases {
+        p.write(file, text);
+        let before = p.snapshot();
+        for target in ["src/hook.py", "src"] {
+            let run = p.run(&["--apply", target]);
+            run.expect_code(2);
+            assert!(run.stderr.contains(message), "{file} {text:?}: {run}");
+            assert_eq!(p.snapshot(), before, "{file}: nothing written");
+        }
+        // The same file named with --config gives the same error.
+        let run = p.run(&["--config", file, "src"]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(message), "--config {file}: {run}");
+        // --isolated reads none.
+        p.run(&["-q", "--isolated", "src"]).expect_code(0);
+        fs::remove_file(p.path(file)).unwrap();
+    }
+    assert_eq!(p.snapshot(), before_files);
+}
+
+#[test]
+fn a_configured_decorator_must_parse_and_be_recognised_as_a_fence() {
+    let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+    // As written in the TOML file (basic strings: escapes are TOML's).
+    let rejected = [
+        r#""torch.compiler.disable()()""#,
+        r#""torch.compiler.disable(x) or (y)""#,
+        r#""torch.compiler.disable()[0]()""#,
+        r#""torch.compiler.disable() #)""#,
+        r#""torch.compiler.disable(\"\n\")""#,
+        r#""torch.compiler.disable()\n""#,
+        r#""torch.compiler.disable(\r)""#,
+        r#""torch.compiler.disable(\u000b)""#,
+        r#""torch.compiler.disable(\f)""#,
+        r#""torch.compiler.disable(\t1)""#,
+        r#""torch.compiler.disable(\u2028)""#,
+        r#""torch.compiler.disable(\u0000)""#,
+        r#""disable()""#,
+        r#"" torch.compiler.disable()""#,
+    ];
+    for decorator in rejected {
+        p.write(
+            "pyproject.toml",
+            format!("[tool.hookfence]\ndecorator = {decorator}\n"),
+        );
+        let before = p.snapshot();
+        for mode in ["--apply", "--check"] {
+            let run = p.run(&[mode, "hook.py"]);
+            run.expect_code(2);
+            assert!(
+                run.stderr.contains("pyproject.toml: decorator: "),
+                "{decorator}: {run}"
+            );
+            assert!(run.stderr.contains("torch.compiler.disable()\")"), "{run}");
+            assert_eq!(p.snapshot(), before, "{decorator}");
+        }
+    }
+    // What is accepted is recognised: a second --apply changes nothing.
+    for decorator in [
+        "torch.compiler.disable(recursive=False)",
+        "torch._dynamo.disable",
+        "mylib.compile.skip(\\\"why\\\")",
+    ] {
+        let p = Project::new(&[("hook.py", HOOK.as_bytes())]);
+        p.write(
+            "pyproject.toml",
+            format!("[tool.hookfence]\ndecorator = \"{decorator}\"\n"),
+        );
+        p.run(&["-q", "--apply", "hook.py"]).expect_code(0);
+        let once = p.read_str("hook.py");
+        assert!(
+            once.contains(&format!("    @{}\n", decorator.replace("\\\"", "\""))),
+            "{once}"
+        );
+        p.run(&["-q", "--check", "hook.py"]).expect_code(0);
+        p.run(&["-q", "--apply", "hook.py"]).expect_code(0);
+        assert_eq!(p.read_str("hook.py"), once, "{decorator}: idempotent");
+    }
+}
+
+#[test]
+fn a_file_reached_by_several_spellings_is_processed_once_under_the_first() {
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("sub/keep.txt", b""),
+        ("pkg/m.py", HOOK.as_bytes()),
+    ]);
+    p.symlink("a.py", "link.py");
+    fs::hard_link(p.path("a.py"), p.path("hard.py")).unwrap();
+    fs::hard_link(p.path("pkg/m.py"), p.path("pkg/m_twin.py")).unwrap();
+    let abs_a = p.path("a.py").to_str().unwrap().to_owned();
+    let abs_m = p.path("pkg/m.py").to_str().unwrap().to_owned();
+    p.write("list.txt", format!("sub/../a.py\n{abs_a}\nhard.py\n"));
+    // (arguments, the diff's paths): the first spelling wins, in the order
+    // of the command line; walked from one directory, the least path.
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec!["a.py", "sub/../a.py", &abs_a], vec!["a.py"]),
+        (vec!["sub/../a.py", "a.py"], vec!["sub/../a.py"]),
+        (vec!["link.py", "a.py"], vec!["link.py"]),
+        (vec!["a.py", "link.py", "hard.py"], vec!["a.py"]),
+        (vec!["hard.py", "a.py"], vec!["hard.py"]),
+        (vec!["--files-from", "list.txt"], vec!["sub/../a.py"]),
+        (vec!["a.py", "--files-from", "list.txt"], vec!["a.py"]),
+        // Hard links in a walked directory.
+        (vec!["pkg"], vec!["pkg/m.py"]),
+        // Named and walked, whichever comes first.
+        (vec![&abs_m, "pkg"], vec![&abs_m]),
+        (vec!["pkg", &abs_m], vec!["pkg/m.py"]),
+        (vec!["pkg/m_twin.py", "pkg"], vec!["pkg/m_twin.py"]),
+        // Overlapping directories.
+        (vec!["pkg/../pkg", "pkg"], vec!["pkg/../pkg/m.py"]),
+        (vec!["pkg", "pkg/../pkg"], vec!["pkg/m.py"]),
+    ];
+    for (args, paths) in &cases {
+        // Twice: the walk is parallel, the answer must not depend on it.
+        for _ in 0..2 {
+            let run = p.run(args);
+            run.expect_code(0);
+            assert_eq!(&run.diff_paths(), paths, "{args:?}\n{run}");
+            assert!(run.summary().contains("1 file scanned"), "{args:?}\n{run}");
+        }
+    }
+    // --apply writes each file once and succeeds.
+    let run = p.run(&[
+        "--apply", "a.py", "link.py", "hard.py", &abs_a, "pkg", &abs_m,
+    ]);
+    run.expect_code(0);
+    assert_eq!(p.read_str("a.py"), HOOK_FENCED);
+    assert_eq!(p.read_str("pkg/m.py"), HOOK_FENCED);
+    p.run(&["--check", "a.py", "link.py", "pkg/m.py"])
+        .expect_code(0);
+}
+
+#[test]
+fn the_dirty_tree_guard_checks_the_file_written_and_refuses_what_git_cannot_restore() {
+    let p = Project::new(&[
+        ("repo/real.py", HOOK.as_bytes()),
+        ("repo/clean.py", HOOK.as_bytes()),
+        ("repo/gen/hook.py", HOOK.as_bytes()),
+        ("repo/.gitignore", b"gen/\n"),
+        ("other/theirs.py", HOOK.as_bytes()),
+    ]);
+    p.symlink("real.py", "repo/link.py");
+    p.symlink("../other/theirs.py", "repo/elsewhere.py");
+    p.symlink("clean.py", "repo/new_link.py");
+    let commit = |dir: &str| {
+        let cwd = p.path(dir);
+        for args in [
+            &["-c", "init.defaultBranch=main", "init", "-q"][..],
+            &["add", "."],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "commit",
+                "-qm",
+                "init",
+            ],
+        ] {
+            let run = git_cmd(&cwd).args(args).run();
+            assert_eq!(run.code, Some(0), "git {args:?}: {run}");
+        }
+    };
+    commit("other");
+    fs::remove_file(p.path("repo/new_link.py")).unwrap();
+    commit("repo");
+    p.symlink("clean.py", "repo/new_link.py");
+    // Committed clean links whose targets have uncommitted edits, in the
+    // same work tree and in another one.
+    p.write("repo/real.py", format!("{HOOK}# edited\n"));
+    p.write("other/theirs.py", format!("{HOOK}# edited\n"));
+    p.write("repo/untracked.py", HOOK);
+    let real = fs::canonicalize(p.path("repo/real.py")).unwrap();
+    let theirs = fs::canonicalize(p.path("other/theirs.py")).unwrap();
+    // `git status` may refresh the index: only the work trees' files count.
+    let work_files = || {
+        let mut files = p.contents();
+        files.retain(|path, _| !path.components().any(|c| c.as_os_str() == ".git"));
+        files
+    };
+    let before = work_files();
+    let cases = [
+        (
+            "link.py",
+            format!(
+                "link.py (a link to {}) has uncommitted changes",
+                real.display()
+            ),
+        ),
+        (
+            "elsewhere.py",
+            format!(
+                "elsewhere.py (a link to {}) has uncommitted changes",
+                theirs.display()
+            ),
+        ),
+        (
+            "gen/hook.py",
+            "gen/hook.py is ignored by git, so `git checkout` cannot restore it".to_owned(),
+        ),
+        (
+            "untracked.py",
+            "untracked.py is not tracked by git".to_owned(),
+        ),
+    ];
+    let cwd = p.path("repo");
+    for (file, message) in &cases {
+        let run = p.cmd().current_dir(&cwd).args(["--apply", file]).run();
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("refusing to write: {message}")),
+            "{file}: {run}"
+        );
+        assert!(run.stderr.contains("--allow-dirty"), "{run}");
+        assert!(work_files() == before, "{file}: nothing written");
+    }
+    // An untracked link to a clean committed file writes that file, which
+    // `git checkout` can restore.
+    let run = p
+        .cmd()
+        .current_dir(&cwd)
+        .args(["-q", "--apply", "new_link.py"])
+        .run();
+    run.expect_code(0);
+    assert_eq!(p.read_str("repo/clean.py"), HOOK_FENCED);
+    // --allow-dirty writes them all.
+    let run = p
+        .cmd()
+        .current_dir(&cwd)
+        .args([
+            "-q",
+            "--apply",
+            "--allow-dirty",
+            "link.py",
+            "elsewhere.py",
+            "gen/hook.py",
+        ])
+        .run();
+    run.expect_code(0);
+    assert_eq!(p.read_str("repo/gen/hook.py"), HOOK_FENCED);
+    assert!(
+        p.read_str("other/theirs.py")
+            .contains("@torch.compiler.disable()")
+    );
+}
+
+#[test]
+fn the_thread_pool_is_capped_at_the_work_and_at_a_few_threads_per_core() {
+    use clap::Parser as _;
+    use hookfence::cli::{Args, MAX_JOBS_PER_CORE, Settings};
+    let p = Project::new(&[
+        ("a.py", HOOK.as_bytes()),
+        ("pkg/b.py", HOOK.as_bytes()),
+        ("list.txt", b"a.py\n"),
+    ]);
+    let path = |rel: &str| p.path(rel).to_str().unwrap().to_owned();
+    let jobs = |args: &[String]| {
+        let argv = ["hookfence", "--isolated"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain(args.iter().cloned());
+        Settings::from_args(Args::parse_from(argv)).unwrap().jobs
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let many = "2048".to_owned();
+    // Files known in advance: one thread per file, plus one.
+    assert_eq!(jobs(&["-j".into(), many.clone(), path("a.py")]), 2);
+    assert_eq!(
+        jobs(&["-j".into(), many.clone(), path("a.py"), path("pkg/b.py")]),
+        3
+    );
+    assert_eq!(jobs(&["-j".into(), many.clone(), "-".into()]), 2, "stdin");
+    assert_eq!(jobs(&[path("a.py")]), cores.min(2), "the default too");
+    // A directory to walk: a few per core at most.
+    assert!(MAX_JOBS_PER_CORE * cores < 2048);
+    assert_eq!(
+        jobs(&["-j".into(), many.clone(), path("pkg")]),
+        MAX_JOBS_PER_CORE * cores
+    );
+    assert_eq!(
+        jobs(&[
+            "-j".into(),
+            many.clone(),
+            "--files-from".into(),
+            path("list.txt")
+        ]),
+        2,
+        "--files-from: the paths listed count"
+    );
+    assert_eq!(
+        jobs(&["-j".into(), "3".into(), path("pkg")]),
+        3.min(MAX_JOBS_PER_CORE * cores)
+    );
+    assert_eq!(jobs(&[path("pkg")]), cores);
+    assert_eq!(jobs(&["-j".into(), "0".into(), path("pkg")]), cores);
 }
 
 #[test]
