@@ -309,6 +309,9 @@ impl Settings {
         }
         exclude.extend(config.exclude.clone());
 
+        if let Some(dotted) = &args.helper_module {
+            crate::wrap::validate_module_name(dotted)?;
+        }
         let options = Options {
             all_hooks: args.all_hooks || config.settings.all_hooks.unwrap_or(false),
             prefilter: !args.no_prefilter,
