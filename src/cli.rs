@@ -151,7 +151,8 @@ pub struct Args {
     pub helper_module: Option<String>,
 
     /// Write a pytest module that imports every fenced hook and asserts torch
-    /// treats it as disabled (written in every mode).
+    /// treats it as disabled (written in every mode; PATH must be new, in an
+    /// existing directory, or a file hookfence generated before).
     #[arg(long, value_name = "PATH", help_heading = "Fence")]
     pub emit_pytest: Option<PathBuf>,
 

@@ -137,6 +137,14 @@ pub fn check_target(out: &Path, analysis: &Analysis) -> Result<Target, FileError
             "{what}; --emit-pytest writes only a new file or one it generated before"
         )),
     };
+    let absolute = |p: &Path| std::path::absolute(p).ok();
+    if analysis
+        .created
+        .iter()
+        .any(|c| absolute(&c.path) == absolute(out))
+    {
+        return Err(refuse("it is the helper module this run creates"));
+    }
     let meta = match std::fs::symlink_metadata(out) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             crate::write::check_creatable(out)?;

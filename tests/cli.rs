@@ -1458,6 +1458,25 @@ fn emit_pytest_never_overwrites_a_source_or_any_file_it_did_not_generate() {
         }
     }
     assert_eq!(p.read_str("a.py"), HOOK);
+
+    // Nor the helper module the same run creates.
+    let p = wrap_project();
+    let before = p.snapshot();
+    let run = p.run(&[
+        "--apply",
+        "--strategy",
+        "wrap",
+        "--emit-pytest",
+        "pkg/_no_compile.py",
+        "pkg",
+    ]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("pkg/_no_compile.py: cannot write: it is the helper module"),
+        "{run}"
+    );
+    assert_eq!(p.snapshot(), before);
 }
 
 #[test]
