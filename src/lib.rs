@@ -378,12 +378,15 @@ fn finish(
             None,
         ),
         plan::Strategy::Wrap => {
-            let helper = wrap::Helper::for_file(&path, options.helper_module.as_deref()).map_err(
-                |what| FileError::Helper {
-                    path: path.clone(),
-                    what,
-                },
-            )?;
+            let helper = wrap::Helper::for_file(
+                &path,
+                options.helper_module.as_deref(),
+                facts.uses_relative_imports,
+            )
+            .map_err(|what| FileError::Helper {
+                path: path.clone(),
+                what,
+            })?;
             let line = helper.import_line(&path, facts.uses_relative_imports);
             (plan::Spelling::wrap(&facts, line), Some(helper))
         }

@@ -145,9 +145,12 @@ impl Helper {
     /// module), else `_no_compile` at the root of the file's top-level
     /// package. The helper must be importable by exactly the name the file
     /// will import, so this refuses (naming the file and the reason):
-    /// - a file outside any regular package, unless it sits in the current
-    ///   directory: its directory may be a namespace package or a directory
-    ///   of scripts, and the import that works for one fails for the other;
+    /// - a file outside any regular package, unless it is a top-level
+    ///   module for sure: it uses no relative import (which only a package
+    ///   member can), and its directory is the current one or holds a
+    ///   regular package (so it is where `sys.path` points). Otherwise its
+    ///   directory may be a namespace package or a directory of scripts, and
+    ///   the import that works for one fails for the other;
     /// - a helper that would be the file itself (a circular import);
     /// - a module already at the helper's path that hookfence did not
     ///   generate (it need not define `no_compile`), or anything else there
@@ -156,14 +159,25 @@ impl Helper {
     ///   which Python would import instead;
     /// - a helper below a directory that is not a regular package;
     /// - a helper to create in a directory this process cannot write.
-    pub fn for_file(file: &Path, chosen: Option<&str>) -> Result<Helper, String> {
+    pub fn for_file(
+        file: &Path,
+        chosen: Option<&str>,
+        relative_imports: bool,
+    ) -> Result<Helper, String> {
         let module = ModulePath::of(file);
         let is_init = file.file_stem().is_some_and(|s| s == "__init__");
         let in_package = is_init || module.parts.len() > 1;
-        if !in_package && !in_current_dir(file) {
+        let top_level =
+            !relative_imports && (in_current_dir(file) || holds_a_package(&module.import_root));
+        if !in_package && !top_level {
             return Err(format!(
-                "{}: not inside a regular package (its directory has no __init__.py), so the name it is imported by is unknown: a namespace package member needs `from <package> import`, a script `from _no_compile import`; add an __init__.py, run hookfence from the file's directory, or use --strategy decorate",
-                file.display()
+                "{}: not inside a regular package (its directory has no __init__.py){}, so the name it is imported by is unknown: a namespace package member needs `from <package> import`, a script `from _no_compile import`; add an __init__.py, or use --strategy decorate",
+                file.display(),
+                if relative_imports {
+                    " yet it uses relative imports"
+                } else {
+                    ""
+                }
             ));
         }
         let parts: Vec<String> = match chosen {
@@ -317,6 +331,21 @@ fn in_current_dir(file: &Path) -> bool {
     std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd == dir)
 }
 
+/// Whether `dir` holds a regular package (a directory with `__init__.py`):
+/// then it is an import root, as `site-packages` or a `src/` layout is.
+fn holds_a_package(dir: &Path) -> bool {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().join("__init__.py").is_file())
+    })
+}
+
 /// Whether two paths name one file (by what they resolve to where both
 /// exist, else as written).
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -427,7 +456,7 @@ mod tests {
         assert_eq!(ModulePath::of(&deep).dotted(), "pkg.sub.deep");
         assert_eq!(ModulePath::of(&deep).import_root, dir.path());
 
-        let helper = Helper::for_file(&deep, None).unwrap();
+        let helper = Helper::for_file(&deep, None, false).unwrap();
         assert_eq!(helper.path, pkg.join("_no_compile.py"));
         assert_eq!(
             helper.import_line(&hooks, true),
@@ -447,23 +476,37 @@ mod tests {
             "from .._no_compile import no_compile"
         );
 
-        let chosen = Helper::for_file(&hooks, Some("pkg.sub.fence")).unwrap();
+        let chosen = Helper::for_file(&hooks, Some("pkg.sub.fence"), false).unwrap();
         assert_eq!(chosen.path, pkg.join("sub/fence.py"));
         assert_eq!(
             chosen.import_line(&hooks, true),
             "from .sub.fence import no_compile"
         );
-        assert!(Helper::for_file(&hooks, Some("other.fence")).is_err());
+        assert!(Helper::for_file(&hooks, Some("other.fence"), false).is_err());
 
         // Outside a package and outside the current directory: the name it
         // is imported by is unknown.
-        let loose = dir.path().join("script.py");
+        let scripts = dir.path().join("scripts");
+        std::fs::create_dir(&scripts).unwrap();
+        let loose = scripts.join("script.py");
         std::fs::write(&loose, "").unwrap();
-        let refused = Helper::for_file(&loose, None).unwrap_err();
+        let refused = Helper::for_file(&loose, None, false).unwrap_err();
         assert!(
             refused.contains("not inside a regular package"),
             "{refused}"
         );
+
+        // Beside a regular package, it is a top-level module of that import
+        // root, unless it imports relatively (only a package member can).
+        let beside = dir.path().join("tool.py");
+        std::fs::write(&beside, "").unwrap();
+        let helper = Helper::for_file(&beside, None, false).unwrap();
+        assert_eq!(helper.path, dir.path().join("_no_compile.py"));
+        assert_eq!(
+            helper.import_line(&beside, false),
+            "from _no_compile import no_compile"
+        );
+        assert!(Helper::for_file(&beside, None, true).is_err());
     }
 
     #[test]

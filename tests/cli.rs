@@ -1664,17 +1664,24 @@ fn wrap_refuses_a_module_outside_a_regular_package() {
     let p = Project::new(&[
         ("ns/mod.py", HOOK.as_bytes()),
         ("ns/deep/more.py", HOOK.as_bytes()),
+        ("site/pkg/__init__.py", b""),
+        (
+            "site/member.py",
+            format!("from . import pkg\n{HOOK}").as_bytes(),
+        ),
     ]);
-    for file in ["ns/mod.py", "ns/deep/more.py"] {
-        assert_refused_in_both_modes(
-            &p,
-            &["--strategy", "wrap", file],
-            file,
-            "not inside a regular package",
-        );
+    for (file, reason) in [
+        ("ns/mod.py", "not inside a regular package"),
+        ("ns/deep/more.py", "not inside a regular package"),
+        // Beside a package, but a relative import says it is a member of one.
+        ("site/member.py", "yet it uses relative imports"),
+    ] {
+        assert_refused_in_both_modes(&p, &["--strategy", "wrap", file], file, reason);
     }
-    // In the current directory, it is a top-level module: the helper goes
-    // beside it, and both import with CPython.
+
+    // In the current directory, or beside a regular package (an import
+    // root, as site-packages is), it is a top-level module: the helper goes
+    // beside it, and everything imports with CPython.
     let p = Project::new(&[("hooks.py", HOOK.as_bytes())]);
     p.run(&["-q", "--apply", "--strategy", "wrap", "hooks.py"])
         .expect_code(0);
@@ -1686,6 +1693,21 @@ fn wrap_refuses_a_module_outside_a_regular_package() {
         p.root(),
         &["hooks", "_no_compile"],
         "_no_compile.assert_all_disabled()",
+    )
+    .unwrap();
+    let p = Project::new(&[
+        ("site/pkg/__init__.py", b""),
+        ("site/pkg/hooks.py", HOOK.as_bytes()),
+        ("site/plain.py", HOOK.as_bytes()),
+    ]);
+    p.run(&["-q", "--apply", "--strategy", "wrap", "site"])
+        .expect_code(0);
+    assert!(p.path("site/_no_compile.py").is_file());
+    assert!(p.path("site/pkg/_no_compile.py").is_file());
+    python_imports(
+        &p.path("site"),
+        &["plain", "pkg.hooks", "_no_compile", "pkg._no_compile"],
+        "_no_compile.assert_all_disabled()\npkg._no_compile.assert_all_disabled()",
     )
     .unwrap();
 }
