@@ -147,8 +147,10 @@ impl Helper {
     /// will import, so this refuses (naming the file and the reason):
     /// - a file outside any regular package, unless it is a top-level
     ///   module for sure: it uses no relative import (which only a package
-    ///   member can), and its directory is the current one or holds a
-    ///   regular package (so it is where `sys.path` points). Otherwise its
+    ///   member can), its directory is not inside a regular package (then
+    ///   it is a namespace portion of that package), and it is the current
+    ///   directory or holds a regular package (so it is where `sys.path`
+    ///   points). Otherwise its
     ///   directory may be a namespace package or a directory of scripts, and
     ///   the import that works for one fails for the other;
     /// - a helper that would be the file itself (a circular import);
@@ -167,8 +169,9 @@ impl Helper {
         let module = ModulePath::of(file);
         let is_init = file.file_stem().is_some_and(|s| s == "__init__");
         let in_package = is_init || module.parts.len() > 1;
-        let top_level =
-            !relative_imports && (in_current_dir(file) || holds_a_package(&module.import_root));
+        let top_level = !relative_imports
+            && !inside_a_package(&module.import_root)
+            && (in_current_dir(file) || holds_a_package(&module.import_root));
         if !in_package && !top_level {
             return Err(format!(
                 "{}: not inside a regular package (its directory has no __init__.py){}, so the name it is imported by is unknown: a namespace package member needs `from <package> import`, a script `from _no_compile import`; add an __init__.py, or use --strategy decorate",
@@ -344,6 +347,18 @@ fn holds_a_package(dir: &Path) -> bool {
             .flatten()
             .any(|e| e.path().join("__init__.py").is_file())
     })
+}
+
+/// Whether `dir`'s parent is a regular package.
+fn inside_a_package(dir: &Path) -> bool {
+    let dir = std::path::absolute(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    });
+    dir.ok()
+        .and_then(|d| d.parent().map(|p| p.join("__init__.py")))
+        .is_some_and(|init| init.is_file())
 }
 
 /// Whether two paths name one file (by what they resolve to where both

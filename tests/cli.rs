@@ -1665,6 +1665,9 @@ fn wrap_refuses_a_module_outside_a_regular_package() {
         ("ns/mod.py", HOOK.as_bytes()),
         ("ns/deep/more.py", HOOK.as_bytes()),
         ("site/pkg/__init__.py", b""),
+        ("reg/__init__.py", b""),
+        ("reg/portion/sub/__init__.py", b""),
+        ("reg/portion/mod.py", HOOK.as_bytes()),
         (
             "site/member.py",
             format!("from . import pkg\n{HOOK}").as_bytes(),
@@ -1673,6 +1676,9 @@ fn wrap_refuses_a_module_outside_a_regular_package() {
     for (file, reason) in [
         ("ns/mod.py", "not inside a regular package"),
         ("ns/deep/more.py", "not inside a regular package"),
+        // A namespace portion of a regular package, imported as
+        // `reg.portion.mod`, though it holds a package.
+        ("reg/portion/mod.py", "not inside a regular package"),
         // Beside a package, but a relative import says it is a member of one.
         ("site/member.py", "yet it uses relative imports"),
     ] {
