@@ -94,13 +94,17 @@ const KEYWORDS: &[&str] = &[
 /// Non-ASCII names are refused too: CPython looks an imported name up in its
 /// NFKC form, which the file name on disk need not be.
 pub fn validate_module_name(dotted: &str) -> Result<(), String> {
-    let refuse = |why: String| {
+    not_a_module_name(dotted).map_or(Ok(()), |why| {
         Err(format!(
             "--helper-module {dotted:?} is not a dotted Python module name: {why} (accepted: ASCII identifiers joined by dots, e.g. \"pkg._no_compile\")"
         ))
-    };
+    })
+}
+
+/// Why `dotted` is not a module name [`validate_module_name`] accepts.
+fn not_a_module_name(dotted: &str) -> Option<String> {
     if dotted.is_empty() {
-        return refuse("it is empty".to_owned());
+        return Some("it is empty".to_owned());
     }
     for part in dotted.split('.') {
         let mut chars = part.chars();
@@ -109,21 +113,21 @@ pub fn validate_module_name(dotted: &str) -> Result<(), String> {
             .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
             && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
         if part.is_empty() {
-            return refuse("it has an empty part".to_owned());
+            return Some("it has an empty part".to_owned());
         }
         if !identifier {
-            return refuse(format!(
+            return Some(format!(
                 "{part:?} is not an identifier (letters, digits and _, not starting with a digit)"
             ));
         }
         if KEYWORDS.contains(&part) {
-            return refuse(format!("{part:?} is a Python keyword"));
+            return Some(format!("{part:?} is a Python keyword"));
         }
         if part == "__init__" {
-            return refuse("\"__init__\" names the package itself, not a module in it".to_owned());
+            return Some("\"__init__\" names the package itself, not a module in it".to_owned());
         }
     }
-    Ok(())
+    None
 }
 
 /// The marker every helper hookfence generates carries in its docstring.
@@ -150,9 +154,11 @@ impl Helper {
     ///   member can), its directory is not inside a regular package (then
     ///   it is a namespace portion of that package), and it is the current
     ///   directory or holds a regular package (so it is where `sys.path`
-    ///   points). Otherwise its
-    ///   directory may be a namespace package or a directory of scripts, and
-    ///   the import that works for one fails for the other;
+    ///   points). Otherwise its directory may be a namespace package or a
+    ///   directory of scripts, and the import that works for one fails for
+    ///   the other;
+    /// - a helper whose dotted name is no Python module name (a package
+    ///   directory such as `my-pkg`);
     /// - a helper that would be the file itself (a circular import);
     /// - a module already at the helper's path that hookfence did not
     ///   generate (it need not define `no_compile`), or anything else there
@@ -209,6 +215,13 @@ impl Helper {
                     .first()
                     .filter(|_| in_package)
                     .map_or("(none)", String::as_str)
+            ));
+        }
+        if let Some(why) = not_a_module_name(&parts.join(".")) {
+            return Err(format!(
+                "{}: the helper's name {} is not a Python module name ({why}); rename the package directory, or use --strategy decorate",
+                file.display(),
+                parts.join(".")
             ));
         }
         let mut path = module.import_root.clone();

@@ -1647,6 +1647,17 @@ fn wrap_refuses_a_helper_that_is_not_importable_by_the_name_it_writes() {
             "pkg/nsdir is not a regular package",
         ),
     ];
+    // A package directory whose name Python cannot import.
+    let p = Project::new(&[
+        ("my-pkg/__init__.py", b""),
+        ("my-pkg/hooks.py", HOOK.as_bytes()),
+    ]);
+    assert_refused_in_both_modes(
+        &p,
+        &["--strategy", "wrap", "my-pkg"],
+        "my-pkg/hooks.py",
+        "the helper's name my-pkg._no_compile is not a Python module name",
+    );
     for (what, setup, args, reason) in cases {
         let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", HOOK.as_bytes())]);
         setup(&p);
