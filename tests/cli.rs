@@ -1756,8 +1756,24 @@ fn wrap_of_a_top_level_package_init_keeps_the_helper_inside_the_package() {
 #[test]
 fn wrapped_packages_import_with_cpython_and_reuse_their_helper() {
     let p = wrap_project();
-    p.run(&["-q", "--apply", "--strategy", "wrap", "pkg"])
-        .expect_code(0);
+    p.run(&[
+        "-q",
+        "--apply",
+        "--strategy",
+        "wrap",
+        "--emit-pytest",
+        "test_fences.py",
+        "pkg",
+    ])
+    .expect_code(0);
+    // The generated guard passes right after --apply: every test of it,
+    // called by hand.
+    python_imports(
+        p.root(),
+        &["test_fences"],
+        "for m, q in test_fences.HOOKS:\n    test_fences.test_hook_is_disabled_for_torch_compile(m, q)\nfor h in test_fences.HELPERS:\n    test_fences.test_helper_registry_is_all_disabled(h)\nassert len(test_fences.HOOKS) == 2 and test_fences.HELPERS == ['pkg._no_compile']",
+    )
+    .unwrap();
     let audit = "assert len(pkg._no_compile.registered_hooks()) == 2\npkg._no_compile.assert_all_disabled()";
     python_imports(
         p.root(),
