@@ -137,6 +137,11 @@ pub fn check_target(out: &Path, analysis: &Analysis) -> Result<Target, FileError
             "{what}; --emit-pytest writes only a new file or one it generated before"
         )),
     };
+    let names_a_file =
+        out.file_name().is_some() && !out.as_os_str().as_encoded_bytes().ends_with(b"/");
+    if !names_a_file {
+        return Err(refuse("it names no file"));
+    }
     let absolute = |p: &Path| std::path::absolute(p).ok();
     if analysis
         .created

@@ -1443,6 +1443,8 @@ fn emit_pytest_never_overwrites_a_source_or_any_file_it_did_not_generate() {
             "link.py",
             "pipe.py",
             "missing/test_fences.py",
+            "new_dir/",
+            "..",
         ] {
             let before = p.snapshot();
             let mut args = mode.to_vec();
