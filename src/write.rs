@@ -220,8 +220,10 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
-/// Writes a file hookfence owns (the generated pytest, the `--decisions`
-/// record), atomically, replacing any previous version. A signal waits for
+/// Writes a file hookfence owns (the `--decisions` record), atomically,
+/// replacing whatever is at `path` (the generated pytest goes through
+/// [`crate::guard::check_target`] and never replaces a file it did not
+/// write). A signal waits for
 /// it to finish (see [`crate::interrupt::critical`]).
 pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     crate::interrupt::critical(|| {
