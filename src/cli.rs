@@ -158,7 +158,8 @@ pub struct Args {
     pub helper_module: Option<String>,
 
     /// Write a pytest module that imports every fenced hook and asserts torch
-    /// treats it as disabled (written in every mode).
+    /// treats it as disabled (written in every mode; PATH must be new, in an
+    /// existing directory, or a file hookfence generated before).
     #[arg(long, value_name = "PATH", help_heading = "Fence")]
     pub emit_pytest: Option<PathBuf>,
 
@@ -318,6 +319,9 @@ impl Settings {
         }
         exclude.extend(config.exclude.clone());
 
+        if let Some(dotted) = &args.helper_module {
+            crate::wrap::validate_module_name(dotted)?;
+        }
         let vocabulary = Vocabulary::new(&config.settings);
         // Debug builds can skip the check, so that a test can reach the
         // re-parse that guards every rewrite with a decorator that breaks it.

@@ -1409,7 +1409,12 @@ pub fn identity(path: &Path) -> PathBuf {
 
 /// Reads, parses and indexes a module only needed as context.
 fn read_module(path: &Path, vocabulary: &Vocabulary) -> Option<ModuleFacts> {
-    let raw = std::fs::read(path).ok()?;
+    let raw = crate::source::read_file_limited(
+        path,
+        crate::source::MAX_SOURCE_BYTES,
+        "a Python source",
+    )
+    .ok()?;
     let source = crate::source::Source::decode(raw).ok()?;
     let tree = crate::parse::parse(&source.text)?;
     Some(ModuleFacts::build(

@@ -439,12 +439,15 @@ fn finish(
             None,
         ),
         plan::Strategy::Wrap => {
-            let helper = wrap::Helper::for_file(&path, options.helper_module.as_deref()).map_err(
-                |what| FileError::Helper {
-                    path: path.clone(),
-                    what,
-                },
-            )?;
+            let helper = wrap::Helper::for_file(
+                &path,
+                options.helper_module.as_deref(),
+                facts.uses_relative_imports,
+            )
+            .map_err(|what| FileError::Helper {
+                path: path.clone(),
+                what,
+            })?;
             let line = helper.import_line(&path, facts.uses_relative_imports);
             (plan::Spelling::wrap(&facts, line), Some(helper))
         }
@@ -564,7 +567,7 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
         let (Some(helper), Some(_)) = (&file.helper, &file.new_text) else {
             continue;
         };
-        if helper.path.exists() || created.iter().any(|c| c.path == helper.path) {
+        if helper.exists || created.iter().any(|c| c.path == helper.path) {
             continue;
         }
         let ending = source::line_ending_at(&file.source.text, 0);
@@ -920,12 +923,47 @@ pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysi
         .map_err(|e| FileError::decode(path.clone(), e))
         .and_then(|source| load(&path, source, options, options.prefilter));
     match loaded {
-        Ok(file) => conclude(vec![file], Vec::new(), 1, options, false).0,
+        Ok(file) => {
+            let mut analysis = conclude(vec![file], Vec::new(), 1, options, false).0;
+            refuse_missing_helpers(&mut analysis);
+            analysis
+        }
         Err(err) => Analysis {
             errors: vec![err],
             scanned: 1,
             ..Analysis::default()
         },
+    }
+}
+
+/// stdin is never written back, so nothing creates the helper a file read
+/// from it would import: such a file is refused (not printed rewritten),
+/// unless the helper hookfence generated is already where the import points.
+fn refuse_missing_helpers(analysis: &mut Analysis) {
+    if analysis.created.is_empty() {
+        return;
+    }
+    let created = std::mem::take(&mut analysis.created);
+    let (refused, kept): (Vec<FileReport>, Vec<FileReport>) = std::mem::take(&mut analysis.files)
+        .into_iter()
+        .partition(|f| {
+            f.new_text.is_some()
+                && f.helper
+                    .as_ref()
+                    .is_some_and(|h| created.iter().any(|c| c.path == h.path))
+        });
+    analysis.files = kept;
+    for file in refused {
+        let helper = file.helper.as_ref().map_or_else(String::new, |h| {
+            format!("{} ({})", h.parts.join("."), h.path.display())
+        });
+        analysis.errors.push(FileError::Helper {
+            what: format!(
+                "{}: the helper module {helper} it would import does not exist, and a run on stdin creates no files; run `hookfence --strategy wrap --apply` on the package once, or use --strategy decorate",
+                file.path.display()
+            ),
+            path: file.path,
+        });
     }
 }
 
@@ -972,6 +1010,24 @@ pub fn run(
         }
     };
 
+    // The test file's place is checked before anything is written: a run
+    // that cannot write it writes nothing.
+    let pytest_target = match &settings.emit_pytest {
+        Some(out) => match guard::check_target(out, &analysis) {
+            Ok(target) => Some(target),
+            Err(err) => {
+                let err_style = render::Style::new(settings.color_stderr);
+                writeln!(
+                    stderr,
+                    "{}",
+                    err_style.error(&format!("{err} \u{2014} nothing was written"))
+                )?;
+                return Ok(exit::ERROR);
+            }
+        },
+        None => None,
+    };
+
     // Checked before any question is asked: every file that may be written.
     if writes && !settings.allow_dirty {
         let touched: Vec<&Path> = analysis
@@ -1003,16 +1059,10 @@ pub fn run(
         written = write_all(&mut analysis);
     }
     let interrupted = || writes && interrupt::interrupted();
-    if let Some(out) = settings.emit_pytest.as_ref().filter(|_| !interrupted()) {
+    if let Some(target) = pytest_target.as_ref().filter(|_| !interrupted()) {
+        let out = settings.emit_pytest.as_deref().unwrap_or(Path::new(""));
         let text = guard::pytest_module(&analysis, out);
-        let made_dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(dir) => std::fs::create_dir_all(dir).map_err(|source| FileError::Write {
-                path: out.clone(),
-                source,
-            }),
-            None => Ok(()),
-        };
-        if let Err(err) = made_dir.and_then(|()| write::replace(out, text.as_bytes())) {
+        if let Err(err) = guard::write_target(target, &text) {
             analysis.errors.push(err);
         }
     }

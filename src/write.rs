@@ -100,6 +100,70 @@ fn sync_dir(dir: &Path) {
     let _ = dir;
 }
 
+/// Checks, without creating anything, that a new file could be made at
+/// `path` now: nothing is there (not even a dangling symlink), its directory
+/// exists, is a directory, and this process may write it (asked of the
+/// kernel with `faccessat(2)`, which also sees read-only mounts and
+/// immutable directories, as root too). The dry run asks this of every file
+/// a run would create, so it fails where `--apply` would.
+pub fn check_creatable(path: &Path) -> Result<(), FileError> {
+    let refuse = |kind, what: String| FileError::Write {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(kind, what),
+    };
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(refuse(
+            std::io::ErrorKind::AlreadyExists,
+            "something is already there".to_owned(),
+        ));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match fs::metadata(dir) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse(
+                err.kind(),
+                format!(
+                    "its directory {} does not exist (hookfence creates no directories)",
+                    dir.display()
+                ),
+            ));
+        }
+        Err(err) => return Err(refuse(err.kind(), format!("{}: {err}", dir.display()))),
+        Ok(meta) if !meta.is_dir() => {
+            return Err(refuse(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        Ok(_) => {}
+    }
+    may_write(dir).map_err(|err| refuse(err.kind(), format!("{}: {err}", dir.display())))
+}
+
+/// Whether this process may create files in `dir`.
+#[cfg(unix)]
+fn may_write(dir: &Path) -> std::io::Result<()> {
+    use rustix::fs::{Access, AtFlags, CWD};
+    rustix::fs::accessat(
+        CWD,
+        dir,
+        Access::WRITE_OK | Access::EXEC_OK,
+        AtFlags::EACCESS,
+    )
+    .map_err(std::io::Error::from)
+}
+
+#[cfg(not(unix))]
+fn may_write(dir: &Path) -> std::io::Result<()> {
+    if fs::metadata(dir)?.permissions().readonly() {
+        return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+    }
+    Ok(())
+}
+
 fn temp_in(path: &Path) -> Result<tempfile::NamedTempFile, FileError> {
     let err = |source| FileError::Write {
         path: path.to_path_buf(),
@@ -156,8 +220,10 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
-/// Writes a file hookfence owns (the generated pytest, the `--decisions`
-/// record), atomically, replacing any previous version. A signal waits for
+/// Writes a file hookfence owns (the `--decisions` record), atomically,
+/// replacing whatever is at `path` (the generated pytest goes through
+/// [`crate::guard::check_target`] and never replaces a file it did not
+/// write). A signal waits for
 /// it to finish (see [`crate::interrupt::critical`]).
 pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     crate::interrupt::critical(|| {

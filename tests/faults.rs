@@ -387,6 +387,84 @@ fn helper_module_that_cannot_be_created_keeps_its_importers_unchanged() {
     assert_no_temp_files(p.root());
 }
 
+/// The dry run and `--apply` on `args`: both exit 2 with the same error for
+/// `file`, which says `message`, and the tree is left as it was.
+fn assert_refused_alike(p: &Project, args: &[&str], file: &str, message: &str) {
+    let before = p.contents();
+    let dry = p.run(args);
+    dry.expect_code(2);
+    let mut apply_args = vec!["--apply"];
+    apply_args.extend(args);
+    let apply = p.run(&apply_args);
+    apply.expect_code(2);
+    let line = dry.error_for(file);
+    assert!(line.contains(message), "{line:?} does not say {message:?}");
+    assert_eq!(line, apply.error_for(file), "dry run and --apply differ");
+    assert_eq!(p.contents(), before);
+    assert_no_temp_files(p.root());
+}
+
+#[test]
+fn dry_run_fails_where_apply_would_for_a_helper_it_cannot_create() {
+    // Writability of every file a run would create is checked while
+    // planning, so the dry run does not promise what --apply cannot do.
+    let files: &[(&str, &[u8])] = &[("pkg/__init__.py", b""), ("pkg/hooks.py", HOOK.as_bytes())];
+    let args = ["--strategy", "wrap", "pkg"];
+    let p = Project::new(files);
+    match Immutable::set(&p.path("pkg")) {
+        Ok(_guard) => {
+            assert_refused_alike(&p, &args, "pkg/hooks.py", "Operation not permitted");
+        }
+        Err(why) => skip("dry_run_helper", &format!("chattr +i unavailable: {why}")),
+    }
+    let p = Project::new(files);
+    match Mount::read_only(&p.path("pkg")) {
+        Ok(_mount) => {
+            assert_refused_alike(&p, &args, "pkg/hooks.py", "Read-only file system");
+        }
+        Err(why) => skip(
+            "dry_run_helper",
+            &format!("read-only bind mount unavailable: {why}"),
+        ),
+    }
+}
+
+#[test]
+fn emit_pytest_into_an_unwritable_directory_writes_nothing_in_any_mode() {
+    let p = Project::new(&[("pkg/hooks.py", HOOK.as_bytes()), ("ro/keep.txt", b"")]);
+    let check = |p: &Project, message: &str| {
+        for mode in [&["--check"][..], &[], &["--apply"]] {
+            let before = p.contents();
+            let mut args = mode.to_vec();
+            args.extend(["--emit-pytest", "ro/test_fences.py", "pkg"]);
+            let run = p.run(&args);
+            run.expect_code(2);
+            assert!(
+                run.stderr.contains("ro/test_fences.py: cannot write: ")
+                    && run.stderr.contains(message)
+                    && run.stderr.contains("nothing was written"),
+                "{args:?}: {run}"
+            );
+            assert_eq!(p.contents(), before, "{args:?}");
+            assert_no_temp_files(p.root());
+        }
+    };
+    match Immutable::set(&p.path("ro")) {
+        Ok(_guard) => check(&p, "Operation not permitted"),
+        Err(why) => skip(
+            "emit_pytest_unwritable",
+            &format!("chattr +i unavailable: {why}"),
+        ),
+    }
+    match Mount::read_only(&p.path("ro")) {
+        Ok(_mount) => check(&p, "Read-only file system"),
+        Err(why) => skip(
+            "emit_pytest_unwritable",
+            &format!("read-only bind mount unavailable: {why}"),
+        ),
+    }
+}
+
 #[test]
 fn owner_and_group_are_kept() {
     // As root, a rewrite must not hand another user's file to root.

@@ -390,7 +390,21 @@ fn example_project() {
 fn fixtures_with_wrap_strategy_keep_every_invariant() {
     snapshot_settings().bind(|| {
         insta::glob!("fixtures/*.py", |path| {
-            run_fixture_with(path, &wrap());
+            // Inside a regular package: the wrap strategy refuses a loose
+            // module whose import name it cannot know.
+            let dir = tempfile::tempdir().unwrap();
+            let pkg = dir.path().join("pkg");
+            std::fs::create_dir(&pkg).unwrap();
+            std::fs::write(pkg.join("__init__.py"), "").unwrap();
+            std::fs::copy(path, pkg.join(path.file_name().unwrap())).unwrap();
+            let errors = hookfence::analyze(&[dir.path().to_path_buf()], &wrap()).errors;
+            let unexpected: Vec<String> = errors
+                .iter()
+                .filter(|e| matches!(e, hookfence::error::FileError::Helper { .. }))
+                .map(ToString::to_string)
+                .collect();
+            assert!(unexpected.is_empty(), "{unexpected:?}");
+            run_fixture_with(dir.path(), &wrap());
         });
     });
 }

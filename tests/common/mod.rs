@@ -196,3 +196,54 @@ class CpuOffload(ModelHook):
         module.to("cuda")
         return args, kwargs
 "#;
+
+/// A stand-in for torch, enough to import fenced modules with CPython:
+/// `torch.compiler.disable` marks the function the way dynamo's own
+/// `disable` does (`_torchdynamo_disable = True`) and returns it.
+const STUB_TORCH: &str = r#"import types
+
+def _disable(fn=None, recursive=True, reason=None):
+    def mark(f):
+        f._torchdynamo_disable = True
+        return f
+    return mark if fn is None else mark(fn)
+
+compiler = types.SimpleNamespace(disable=_disable)
+"#;
+
+/// A stand-in for pytest, enough to import a generated test file and call
+/// its tests by hand: `pytest.mark.parametrize` leaves the function as it is.
+const STUB_PYTEST: &str = r#"import types
+
+mark = types.SimpleNamespace(parametrize=lambda *args, **kwargs: (lambda fn: fn))
+"#;
+
+/// Imports `modules` with CPython, `root` first on `sys.path` after a stub
+/// `torch` (see [`STUB_TORCH`]) and a stub `pytest`, then runs `then` (Python statements, the
+/// modules imported by name). Writes no bytecode. Returns what CPython
+/// printed when it fails.
+pub fn python_imports(root: &Path, modules: &[&str], then: &str) -> Result<(), String> {
+    let stub = tempfile::tempdir().expect("stub dir");
+    fs::create_dir(stub.path().join("torch")).unwrap();
+    fs::write(stub.path().join("torch/__init__.py"), STUB_TORCH).unwrap();
+    fs::write(stub.path().join("pytest.py"), STUB_PYTEST).unwrap();
+    let imports: String = modules.iter().map(|m| format!("import {m}\n")).collect();
+    let code = format!("import sys\nsys.path[:0] = sys.argv[1:3]\n{imports}{then}\n");
+    let out = std::process::Command::new("python3")
+        .arg("-B")
+        .arg("-c")
+        .arg(&code)
+        .arg(stub.path())
+        .arg(root)
+        .current_dir(stub.path())
+        .output()
+        .expect("python3 is needed to import the rewritten modules");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "CPython could not import {modules:?}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
