@@ -11,7 +11,6 @@ use std::io::{self, BufRead, Write};
 use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
-use similar::TextDiff;
 
 use crate::cli::{Review, Settings};
 use crate::edit::{Edit, Fix};
@@ -371,15 +370,9 @@ pub fn apply(analysis: &mut Analysis, planned: &[Planned], verdicts: &[Verdict])
 pub fn hunk(file: &FileReport, fix: &Fix, style: &Style) -> String {
     let old = file.source.text.as_str();
     let new = crate::edit::apply(old, std::slice::from_ref(fix)).text;
-    let diff = TextDiff::from_lines(old, new.as_str());
     let mut out = Vec::new();
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        let _ = crate::render::write_hunk(
-            &mut out,
-            &hunk.to_string(),
-            crate::source::Encoding::Utf8,
-            style,
-        );
+    for hunk in crate::render::unified_hunks(old, new.as_str()) {
+        let _ = crate::render::write_hunk(&mut out, &hunk, crate::source::Encoding::Utf8, style);
     }
     String::from_utf8_lossy(&out).into_owned()
 }

@@ -470,3 +470,176 @@ proptest! {
         }
     }
 }
+
+/// A file name with the bytes git quotes in diff headers: tab, newline, `"`,
+/// backslash, space, DEL, other control characters, UTF-8 and bytes that are
+/// no UTF-8 at all.
+#[cfg(unix)]
+fn odd_file_name() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"\t".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\"".to_vec()),
+        Just(b"\\".to_vec()),
+        Just(b" ".to_vec()),
+        Just(b"\x7f".to_vec()),
+        Just(b"\x01".to_vec()),
+        Just(b"\r".to_vec()),
+        Just("\u{e9}".as_bytes().to_vec()),
+        Just(b"\xff".to_vec()),
+        Just(b"\xc3".to_vec()),
+        "[a-z_]{1,3}".prop_map(String::into_bytes),
+    ];
+    proptest::collection::vec(piece, 1..5).prop_map(|pieces| {
+        let mut name = pieces.concat();
+        name.extend_from_slice(b".py");
+        name
+    })
+}
+
+/// A generated module with lone CRs put inside lines: in comments, in
+/// strings, and between tokens.
+fn source_with_lone_crs() -> impl Strategy<Value = Vec<u8>> {
+    (
+        python_source(),
+        proptest::collection::vec(any::<prop::sample::Index>(), 1..4),
+    )
+        .prop_map(|(bytes, spots)| {
+            let mut bytes = bytes;
+            // Only after a byte that is neither a line break nor a CR, so
+            // each CR stands alone inside a line.
+            let inside: Vec<usize> = (1..bytes.len())
+                .filter(|&i| !matches!(bytes[i - 1], b'\n' | b'\r') && bytes[i] != b'\n')
+                .collect();
+            let mut at: Vec<usize> = spots
+                .iter()
+                .filter(|_| !inside.is_empty())
+                .map(|s| inside[s.index(inside.len())])
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            for i in at.into_iter().rev() {
+                bytes.insert(i, b'\r');
+            }
+            bytes
+        })
+}
+
+/// Runs git in `dir`; its output, or why it failed.
+#[cfg(unix)]
+fn git(dir: &std::path::Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The diff hookfence prints for `bytes` in a file named `name` goes
+/// through the real `git apply`, which must give the rewritten file.
+#[cfg(unix)]
+fn git_applies(name: &[u8], bytes: &[u8]) -> Result<(), TestCaseError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(name));
+    let analysis = hookfence::analyze_source(path.clone(), bytes.to_vec(), &options(true));
+    let Some(file) = analysis.files.iter().find(|f| f.new_text.is_some()) else {
+        return Ok(());
+    };
+    let expected = file
+        .source
+        .encode(file.new_text.as_deref().unwrap_or_default());
+    let mut diff = Vec::new();
+    hookfence::render::write_diffs(&mut diff, &analysis, &hookfence::render::Style::new(false))
+        .unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join(&path), bytes).unwrap();
+    std::fs::write(repo.path().join("hookfence.diff"), &diff).unwrap();
+    let shown = String::from_utf8_lossy(&diff).into_owned();
+    git(repo.path(), &["init", "-q"]).map_err(TestCaseError::fail)?;
+    git(repo.path(), &["apply", "hookfence.diff"])
+        .map_err(|e| TestCaseError::fail(format!("git apply refused: {e}\n{shown:?}")))?;
+    let applied = std::fs::read(repo.path().join(&path)).unwrap();
+    prop_assert!(
+        applied == expected,
+        "git apply gave another file:\n{shown:?}"
+    );
+    Ok(())
+}
+
+#[cfg(unix)]
+proptest! {
+    // Each case runs git twice: fewer cases than the pure properties.
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn diffs_of_odd_file_names_and_lone_crs_go_through_git_apply(
+        name in odd_file_name(),
+        bytes in source_with_lone_crs(),
+    ) {
+        prop_assume!(parses(&bytes));
+        git_applies(&name, &bytes)?;
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn git_quotes_names_in_headers_as_hookfence_does() {
+    // git's own `diff` of a committed file, against hookfence's header.
+    use std::os::unix::ffi::OsStrExt;
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]).unwrap();
+    let names: &[&[u8]] = &[
+        b"a\tb.py",
+        b"new\nline.py",
+        b"q\"uote.py",
+        b"back\\slash.py",
+        b"sp ace.py",
+        b"del\x7f.py",
+        b"bell\x07\x08\x0b\x0c\r.py",
+        "caf\u{e9}.py".as_bytes(),
+        b"latin\xe9.py",
+        b"plain_name.py",
+    ];
+    for name in names {
+        let path = repo.path().join(std::ffi::OsStr::from_bytes(name));
+        std::fs::write(&path, "x = 1\n").unwrap();
+        git(
+            repo.path(),
+            &["add", "--", std::str::from_utf8(b".").unwrap()],
+        )
+        .unwrap();
+        git(
+            repo.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "x",
+            ],
+        )
+        .unwrap();
+        std::fs::write(&path, "x = 2\n").unwrap();
+        let diff = git(repo.path(), &["-c", "core.quotePath=true", "diff"]).unwrap();
+        let minus = diff
+            .split(|&b| b == b'\n')
+            .find(|l| l.starts_with(b"--- "))
+            .unwrap()
+            .to_vec();
+        let mut ours = b"--- ".to_vec();
+        ours.extend(hookfence::render::git_header_name("a/", name));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&minus),
+            "{name:?}"
+        );
+        git(repo.path(), &["checkout", "-q", "--", "."]).unwrap();
+    }
+}
