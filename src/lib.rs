@@ -18,6 +18,7 @@ pub mod matcher;
 pub mod parse;
 pub mod plan;
 pub mod prefilter;
+pub mod pyrules;
 pub mod queries;
 pub mod render;
 pub mod report;
@@ -473,7 +474,18 @@ impl FileReport {
             None => parse::parse(&applied.text),
         };
         let error = match reparsed {
-            Some(tree) => parse::first_error(&tree, &applied.text),
+            Some(tree) => parse::first_error(&tree, &applied.text).or_else(|| {
+                // What CPython rejects and tree-sitter accepts.
+                pyrules::check_rewrite(&self.source.text, &applied.made, &applied.text, &tree)
+                    .err()
+                    .map(|v| {
+                        let (line, column) = source::text_position(&applied.text, v.at);
+                        (
+                            Position { line, column },
+                            format!("CPython would reject it: {}", v.what),
+                        )
+                    })
+            }),
             None => Some((
                 Position { line: 1, column: 1 },
                 "the parser gave up".to_owned(),
