@@ -24,6 +24,7 @@ pub mod render;
 pub mod report;
 pub mod resolve;
 pub mod review;
+pub mod shadow;
 pub mod source;
 pub mod vcs;
 pub mod vocabulary;
@@ -237,7 +238,27 @@ fn load(
     anchored: bool,
 ) -> Result<Loaded, FileError> {
     let tree = parse_checked(path, &source.text)?;
-    let mut facts = matcher::analyze(&tree, &source.text, &options.vocabulary, anchored);
+    // Where tree-sitter would read the file otherwise than CPython, the
+    // matcher reads its shadow (see `shadow`), and the original's tree is
+    // not at hand to check the rewrite incrementally.
+    let shadow = shadow::Shadow::of(&tree, &source.text).map_err(|e| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: e.at,
+        what: e.what,
+    })?;
+    let (mut facts, tree) = match &shadow {
+        None => {
+            let facts = matcher::analyze(&tree, &source.text, &options.vocabulary, anchored);
+            (facts, Some(tree))
+        }
+        Some(shadow) => {
+            let shadow_tree = parse_checked(path, &shadow.text)?;
+            let mut facts =
+                matcher::analyze(&shadow_tree, &shadow.text, &options.vocabulary, anchored);
+            shadow.restore(&mut facts, &source.text);
+            (facts, None)
+        }
+    };
     let classes = std::mem::take(&mut facts.classes);
     let has_candidates = !facts.candidates.is_empty();
     let nothing = !has_candidates
@@ -257,7 +278,7 @@ fn load(
             facts,
             &index,
             options,
-            Some(&tree),
+            tree.as_ref(),
         )))
     } else {
         // The tree is not kept for later: memory stays flat.

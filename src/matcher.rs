@@ -1457,9 +1457,9 @@ fn attached_fence(ctx: &FileContext<'_>, lines: &[usize]) -> FenceState {
 fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceState) -> Candidate {
     let text = ctx.text;
     // A lambda is suppressed from its own line or the line above.
-    // A comment goes where it is a comment: on the line above the nearest
-    // line at or above the lambda's where one can stand (not in a string,
-    // not after a backslash continuation).
+    // A comment goes where it is a comment: on the comment lines right
+    // above the nearest line at or above the lambda's where one can stand
+    // (not in a string, not after a backslash continuation).
     let comment_at = crate::pyrules::comment_line_start(
         crate::pyrules::root_of(lambda),
         text,
@@ -1467,8 +1467,10 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
     );
     let fence = if fence == FenceState::Unfenced {
         let line = lambda.start_position().row + 1;
-        let comment_line = text[..comment_at].matches('\n').count();
-        attached_fence(ctx, &[line, line.saturating_sub(1), comment_line])
+        let comment_line = text[..comment_at].matches('\n').count() + 1;
+        let mut attached = vec![line, line.saturating_sub(1)];
+        attached.extend(comment_lines_above(text, comment_at, comment_line));
+        attached_fence(ctx, &attached)
     } else {
         fence
     };

@@ -692,6 +692,7 @@ def attach(model):
             format!("s = f'''\n{{1}}\n'''; {hook}\n"),
             format!("s = rb'''\n\\x00\n'''; {hook}\n"),
             format!("x = 1 + \\\n{hook}\n"),
+            format!("\\\n{hook}\n"),
             format!("x = 1 + \\\n    \\\n{hook}\n"),
             format!("if x:\n    y = [\n        1,\n    ] + \\\n    {hook}\n"),
             format!("s = (\"\"\"\n\"\"\"\n     + \\\n  \"\"); {hook}\n"),
