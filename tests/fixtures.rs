@@ -406,3 +406,31 @@ fn cross_file_hierarchy_with_wrap_strategy() {
         );
     });
 }
+
+#[test]
+fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
+    // A vertical tab is blank to tree-sitter, so the re-parse accepts the
+    // import line; CPython does not: the guard refuses the rewrite.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hooks.py");
+    std::fs::write(
+        &path,
+        "import torch\n\n\ndef _h(m, a):\n    m.to('cuda')\n\n\ndef attach(model):\n    model.register_forward_pre_hook(_h)\n",
+    )
+    .unwrap();
+    let options = hookfence::Options {
+        strategy: hookfence::plan::Strategy::Wrap,
+        helper_module: Some("helpers\u{b}".to_owned()),
+        ..hookfence::Options::default()
+    };
+    let analysis = hookfence::analyze(std::slice::from_ref(&path), &options);
+    assert!(analysis.files.iter().all(|f| f.new_text.is_none()));
+    assert_eq!(analysis.errors.len(), 1, "{:?}", analysis.errors);
+    let report = analysis.errors[0].report();
+    assert!(
+        report.starts_with(&format!("{}:2:1: ", path.display()))
+            && report.contains("CPython would reject it")
+            && report.contains("control character"),
+        "{report}"
+    );
+}
