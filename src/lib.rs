@@ -297,18 +297,31 @@ fn load(
 /// made it a candidate), so only the `fullgraph=True` arguments are looked
 /// for.
 fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
-    // The statements up to the last `fullgraph=True` are enough when they
-    // parse cleanly on their own (see `prefilter::fullgraph_prefix_end`).
-    let prefix = prefilter::fullgraph_prefix_end(&source.text)
-        .map(|end| &source.text[..end])
-        .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))
-        .filter(|(tree, _)| !tree.root_node().has_error());
-    let (tree, text) = match prefix {
-        Some(parsed) => parsed,
-        None => (parse_checked(path, &source.text)?, source.text.as_str()),
+    let fullgraph = if shadow::changes_under_nfkc(&source.text) {
+        // `ｆullgraph=True` is `fullgraph=True` to CPython: read the shadow.
+        let tree = parse_checked(path, &source.text)?;
+        match shadow::Shadow::of(&tree, &source.text) {
+            Ok(Some(shadow)) => {
+                let shadow_tree = parse_checked(path, &shadow.text)?;
+                let mut at = matcher::fullgraph_arguments(&shadow_tree, &shadow.text);
+                shadow.restore_positions(&mut at, &source.text);
+                at
+            }
+            Ok(None) | Err(_) => matcher::fullgraph_arguments(&tree, &source.text),
+        }
+    } else {
+        // The statements up to the last `fullgraph=True` are enough when they
+        // parse cleanly on their own (see `prefilter::fullgraph_prefix_end`).
+        let prefix = prefilter::fullgraph_prefix_end(&source.text)
+            .map(|end| &source.text[..end])
+            .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))
+            .filter(|(tree, _)| !tree.root_node().has_error());
+        let (tree, text) = match prefix {
+            Some(parsed) => parsed,
+            None => (parse_checked(path, &source.text)?, source.text.as_str()),
+        };
+        matcher::fullgraph_arguments(&tree, text)
     };
-    let fullgraph = matcher::fullgraph_arguments(&tree, text);
-    drop(tree);
     let work = if fullgraph.is_empty() {
         Work::Nothing
     } else {

@@ -181,6 +181,13 @@ impl Shadow {
         at
     }
 
+    /// Maps positions found in the shadow back to `original`.
+    pub fn restore_positions(&self, positions: &mut [Position], original: &str) {
+        for at in positions {
+            *at = self.position(original, *at);
+        }
+    }
+
     /// Maps the facts the matcher found in the shadow back to `original`.
     pub fn restore(&self, facts: &mut FileFacts, original: &str) {
         for c in &mut facts.candidates {
@@ -211,9 +218,7 @@ impl Shadow {
         for u in &mut facts.unresolved {
             u.at = self.position(original, u.at);
         }
-        for at in &mut facts.fullgraph {
-            *at = self.position(original, *at);
-        }
+        self.restore_positions(&mut facts.fullgraph, original);
         facts.import_at = self.insertion(original, facts.import_at);
         facts.import_block_end = self.insertion(original, facts.import_block_end);
     }
