@@ -72,9 +72,8 @@ fn continued_from_above(root: Node<'_>, text: &str, line_start: usize) -> bool {
         return false;
     }
     let at = body.len() - 1;
-    !root
-        .descendant_for_byte_range(at, at + 1)
-        .is_some_and(|n| n.kind() == "comment")
+    root.descendant_for_byte_range(at, at + 1)
+        .is_none_or(|n| n.kind() != "comment")
 }
 
 /// Whether a comment line inserted at the line start `at` is a comment to
