@@ -20,11 +20,13 @@ pub mod matcher;
 pub mod parse;
 pub mod plan;
 pub mod prefilter;
+pub mod pyrules;
 pub mod queries;
 pub mod render;
 pub mod report;
 pub mod resolve;
 pub mod review;
+pub mod shadow;
 pub mod source;
 pub mod syntax;
 pub mod vcs;
@@ -265,25 +267,54 @@ fn load(
     anchored: bool,
 ) -> Result<Loaded, FileError> {
     let tree = parse_checked(path, &source.text)?;
-    let mut facts = matcher::analyze_with(
-        &tree,
-        &source.text,
-        &options.vocabulary,
-        anchored,
-        &options.discovered.functions_in(path),
-    );
+    // Where tree-sitter would read the file otherwise than CPython, the
+    // matcher reads its shadow (see `shadow`), and the original's tree is
+    // not at hand to check the rewrite incrementally.
+    let shadow = shadow::Shadow::of(&tree, &source.text).map_err(|e| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: e.at,
+        what: e.what,
+    })?;
+    let discovered = options.discovered.functions_in(path);
+    let (mut facts, module, tree) = match &shadow {
+        None => {
+            let facts = matcher::analyze_with(
+                &tree,
+                &source.text,
+                &options.vocabulary,
+                anchored,
+                &discovered,
+            );
+            let module =
+                index::ModuleFacts::build(path, tree.root_node(), &source.text, &options.vocabulary);
+            (facts, module, Some(tree))
+        }
+        Some(shadow) => {
+            let shadow_tree = parse_checked(path, &shadow.text)?;
+            let mut facts = matcher::analyze_with(
+                &shadow_tree,
+                &shadow.text,
+                &options.vocabulary,
+                anchored,
+                &discovered,
+            );
+            shadow.restore(&mut facts, &source.text);
+            let module = index::ModuleFacts::build(
+                path,
+                shadow_tree.root_node(),
+                &shadow.text,
+                &options.vocabulary,
+            );
+            (facts, module, None)
+        }
+    };
+    let module = std::sync::Arc::new(module);
     let classes = std::mem::take(&mut facts.classes);
     let has_candidates = !facts.candidates.is_empty();
     let nothing = !has_candidates
         && facts.unresolved.is_empty()
         && facts.fullgraph.is_empty()
         && facts.suppressions.is_empty();
-    let module = std::sync::Arc::new(index::ModuleFacts::build(
-        path,
-        tree.root_node(),
-        &source.text,
-        &options.vocabulary,
-    ));
     let work = if nothing {
         Work::Nothing
     } else if facts.candidates.iter().all(|c| {
@@ -303,7 +334,7 @@ fn load(
             &index,
             None,
             options,
-            Some(&tree),
+            tree.as_ref(),
         )))
     } else {
         // The tree is not kept for later: memory stays flat.
@@ -323,18 +354,31 @@ fn load(
 /// made it a candidate), so only the `fullgraph=True` arguments are looked
 /// for.
 fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
-    // The statements up to the last `fullgraph=True` are enough when they
-    // parse cleanly on their own (see `prefilter::fullgraph_prefix_end`).
-    let prefix = prefilter::fullgraph_prefix_end(&source.text)
-        .map(|end| &source.text[..end])
-        .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))
-        .filter(|(tree, _)| !tree.root_node().has_error());
-    let (tree, text) = match prefix {
-        Some(parsed) => parsed,
-        None => (parse_checked(path, &source.text)?, source.text.as_str()),
+    let fullgraph = if shadow::changes_under_nfkc(&source.text) {
+        // `ｆullgraph=True` is `fullgraph=True` to CPython: read the shadow.
+        let tree = parse_checked(path, &source.text)?;
+        match shadow::Shadow::of(&tree, &source.text) {
+            Ok(Some(shadow)) => {
+                let shadow_tree = parse_checked(path, &shadow.text)?;
+                let mut at = matcher::fullgraph_arguments(&shadow_tree, &shadow.text);
+                shadow.restore_positions(&mut at, &source.text);
+                at
+            }
+            Ok(None) | Err(_) => matcher::fullgraph_arguments(&tree, &source.text),
+        }
+    } else {
+        // The statements up to the last `fullgraph=True` are enough when they
+        // parse cleanly on their own (see `prefilter::fullgraph_prefix_end`).
+        let prefix = prefilter::fullgraph_prefix_end(&source.text)
+            .map(|end| &source.text[..end])
+            .and_then(|prefix| Some((parse::parse(prefix)?, prefix)))
+            .filter(|(tree, _)| !tree.root_node().has_error());
+        let (tree, text) = match prefix {
+            Some(parsed) => parsed,
+            None => (parse_checked(path, &source.text)?, source.text.as_str()),
+        };
+        matcher::fullgraph_arguments(&tree, text)
     };
-    let fullgraph = matcher::fullgraph_arguments(&tree, text);
-    drop(tree);
     let work = if fullgraph.is_empty() {
         Work::Nothing
     } else {
@@ -542,7 +586,18 @@ impl FileReport {
             None => parse::parse(&applied.text),
         };
         let error = match reparsed {
-            Some(tree) => parse::first_error(&tree, &applied.text),
+            Some(tree) => parse::first_error(&tree, &applied.text).or_else(|| {
+                // What CPython rejects and tree-sitter accepts.
+                pyrules::check_rewrite(&self.source.text, &applied.made, &applied.text, &tree)
+                    .err()
+                    .map(|v| {
+                        let (line, column) = source::text_position(&applied.text, v.at);
+                        (
+                            Position { line, column },
+                            format!("CPython would reject it: {}", v.what),
+                        )
+                    })
+            }),
             None => Some((
                 Position { line: 1, column: 1 },
                 "the parser gave up".to_owned(),

@@ -11,7 +11,7 @@ use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 
 use crate::error::Position;
 use crate::queries::{Combined, QUERIES};
-use crate::source::{indentation_at, line_ending_at, line_start, next_line_start};
+use crate::source::{indentation_at, line_ending_at, line_start};
 use crate::vocabulary::Vocabulary;
 
 /// Decorators that must stay outermost: the fence goes directly below them.
@@ -52,8 +52,14 @@ pub enum Target {
         indent: String,
         line_ending: &'static str,
     },
-    /// A lambda, wrapped in place.
-    Lambda { start: usize, end: usize },
+    /// A lambda, wrapped in place. `comment_at` is the line start where a
+    /// comment about it can stand (its own line's, or the nearest above
+    /// that is not inside a string or after a backslash continuation).
+    Lambda {
+        start: usize,
+        end: usize,
+        comment_at: usize,
+    },
 }
 
 /// The class a protocol method is defined in.
@@ -1410,7 +1416,10 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             .first()
             .map_or(def.start_byte(), |d| d.start_byte()),
     };
-    let insert_at = line_start(text, anchor);
+    // At the start of the logical line: not below a line a backslash
+    // continues (`\\` alone on the line above, as CPython allows).
+    let root = crate::pyrules::root_of(def);
+    let insert_at = crate::pyrules::logical_line_start(root, text, anchor);
     let indent = indentation_at(text, insert_at).to_owned();
 
     // The lines that speak for this definition: its `def` line, its
@@ -1422,7 +1431,12 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             .map_or(def.start_position().row, |d| d.start_position().row)
             + 1;
         let def_line = def.start_position().row + 1;
-        let above = comment_lines_above(text, line_start(text, anchor_of_block(def)), first_line);
+        let block_start = crate::pyrules::logical_line_start(root, text, anchor_of_block(def));
+        let block_line = first_line
+            - text[block_start..line_start(text, anchor_of_block(def))]
+                .matches('\n')
+                .count();
+        let above = comment_lines_above(text, block_start, block_line);
         let attached: Vec<usize> = (first_line..=def_line).chain(above).collect();
         fence = attached_fence(ctx, &attached);
     }
@@ -1531,9 +1545,20 @@ fn attached_fence(ctx: &FileContext<'_>, lines: &[usize]) -> FenceState {
 fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceState) -> Candidate {
     let text = ctx.text;
     // A lambda is suppressed from its own line or the line above.
+    // A comment goes where it is a comment: on the comment lines right
+    // above the nearest line at or above the lambda's where one can stand
+    // (not in a string, not after a backslash continuation).
+    let comment_at = crate::pyrules::comment_line_start(
+        crate::pyrules::root_of(lambda),
+        text,
+        lambda.start_byte(),
+    );
     let fence = if fence == FenceState::Unfenced {
         let line = lambda.start_position().row + 1;
-        attached_fence(ctx, &[line, line.saturating_sub(1)])
+        let comment_line = text[..comment_at].matches('\n').count() + 1;
+        let mut attached = vec![line, line.saturating_sub(1)];
+        attached.extend(comment_lines_above(text, comment_at, comment_line));
+        attached_fence(ctx, &attached)
     } else {
         fence
     };
@@ -1549,58 +1574,49 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         target: Target::Lambda {
             start: lambda.start_byte(),
             end: lambda.end_byte(),
+            comment_at,
         },
         signs: crate::evidence::signs_in_function(lambda, text),
     }
 }
 
 /// Where `import torch` goes: after the module docstring and any
-/// `from __future__` imports, or else after the comments (shebang, coding
-/// cookie, licence) that open the file.
+/// `from __future__` imports (the statements CPython allows before a future
+/// import, see [`crate::pyrules::future_prefix_end`]), at the next logical
+/// line; or else after the comments (shebang, coding cookie, licence) that
+/// open the file.
 fn import_insertion_point(root: Node<'_>, text: &str) -> usize {
-    let mut cursor = root.walk();
-    let mut after: Option<Node<'_>> = None;
-    let mut first_statement: Option<Node<'_>> = None;
-    for child in root.named_children(&mut cursor) {
-        if child.kind() == "comment" {
-            continue;
-        }
-        let is_docstring = first_statement.is_none()
-            && child.kind() == "expression_statement"
-            && child
-                .named_child(0)
-                .is_some_and(|s| matches!(s.kind(), "string" | "concatenated_string"));
-        first_statement.get_or_insert(child);
-        if is_docstring || child.kind() == "future_import_statement" {
-            after = Some(child);
-        } else {
-            break;
-        }
+    if let Some(last) = crate::pyrules::future_prefix_end(root, text) {
+        return crate::pyrules::next_logical_line_start(root, text, last.end_byte());
     }
-    match (after, first_statement) {
-        (Some(node), _) => next_line_start(text, node.end_byte()),
-        (None, Some(statement)) => line_start(text, statement.start_byte()),
-        (None, None) => text.len(),
+    let mut cursor = root.walk();
+    let first_statement = root
+        .named_children(&mut cursor)
+        .find(|child| child.kind() != "comment");
+    match first_statement {
+        Some(statement) => crate::pyrules::logical_line_start(root, text, statement.start_byte()),
+        None => text.len(),
     }
 }
 
 /// Just past the last import of the block of imports that opens the module
-/// (after its docstring and comments); `None` when it opens with none.
+/// (after its docstring, `from __future__` imports and comments), at the
+/// next logical line; `None` when it opens with none.
 fn import_block_end(root: Node<'_>, text: &str) -> Option<usize> {
+    let after = crate::pyrules::future_prefix_end(root, text).map_or(0, |n| n.end_byte());
     let mut cursor = root.walk();
     let mut last = None;
     for child in root.named_children(&mut cursor) {
-        let is_docstring = last.is_none()
-            && child.kind() == "expression_statement"
-            && child.named_child(0).is_some_and(|s| s.kind() == "string");
+        if child.end_byte() <= after {
+            continue;
+        }
         match child.kind() {
-            "comment" | "future_import_statement" => {}
+            "comment" => {}
             "import_statement" | "import_from_statement" => last = Some(child),
-            _ if is_docstring => {}
             _ => break,
         }
     }
-    last.map(|node| next_line_start(text, node.end_byte()))
+    last.map(|node| crate::pyrules::next_logical_line_start(root, text, node.end_byte()))
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ pub fn plan(text: &str, sites: &[&HookSite], spelling: &Spelling) -> Vec<Fix> {
                     *insert_at,
                     format!("{indent}@{}{line_ending}", spelling.decorator),
                 )),
-                Target::Lambda { start, end } => {
+                Target::Lambda { start, end, .. } => {
                     edits.push(Edit::insert(*start, format!("{}(", spelling.callee)));
                     edits.push(Edit::insert(*end, ")"));
                 }

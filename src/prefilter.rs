@@ -144,6 +144,13 @@ impl Needles {
     /// One pass over `text`: stops at the first needle name standing where
     /// its query could match it.
     pub fn scan(&self, text: &str) -> Scan {
+        // Names are compared as CPython reads them, after NFKC: the text is
+        // searched in that form wherever it differs.
+        self.scan_normal(&crate::shadow::nfkc(text))
+    }
+
+    /// [`Needles::scan`] of a text already in the form its names are read in.
+    fn scan_normal(&self, text: &str) -> Scan {
         let mut scan = Scan {
             needed: false,
             fullgraph: false,
@@ -360,6 +367,11 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
             .iter()
             .any(|c| memchr::memmem::find(bytes, c.as_bytes()).is_some())
     {
+        return None;
+    }
+    // A name spelled with compatibility characters is another name to
+    // CPython (NFKC): this reading cannot vouch for it either.
+    if crate::shadow::changes_under_nfkc(text) {
         return None;
     }
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;

@@ -4,7 +4,6 @@
 use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style as AnsiStyle};
-use similar::TextDiff;
 
 use crate::resolve::Status;
 use crate::{Analysis, FileReport, Mode};
@@ -59,32 +58,148 @@ pub fn write_diffs(out: &mut dyn Write, analysis: &Analysis, style: &Style) -> i
     }
 }
 
-/// The header path as git writes it.
-fn header_path(path: &std::path::Path) -> String {
-    let mut path = path.to_string_lossy().into_owned();
-    if cfg!(windows) {
-        path = path.replace('\\', "/");
+/// A path's bytes as git names them: the real bytes on Unix (a name that
+/// is not UTF-8 keeps them), `/`-separated elsewhere.
+fn path_bytes(path: &std::path::Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
     }
-    // As git does: a name with a space ends with a tab, so that `patch`
-    // does not cut it at the space.
-    if path.contains(' ') {
-        path.push('\t');
+    #[cfg(not(unix))]
+    {
+        path.to_string_lossy().replace('\\', "/").into_bytes()
     }
-    path
+}
+
+/// `prefix` and `name` as git writes a name in a diff header (its
+/// `quote_c_style` with the default `core.quotePath=true`): as is, unless
+/// a byte needs quoting (a control character, DEL, `"`, `\`, or any byte
+/// above 0x7F), and then in double quotes with C escapes (`\t`, `\n`,
+/// `\"`, `\\`, ...) and three-digit octal for every other such byte.
+/// A name with a space is followed by a tab, as git does, so that `patch`
+/// does not cut it at the space.
+pub fn git_header_name(prefix: &str, name: &[u8]) -> Vec<u8> {
+    let needs_quote = |b: u8| b < 0x20 || b == 0x7F || b == b'"' || b == b'\\' || b >= 0x80;
+    let mut out = Vec::with_capacity(prefix.len() + name.len() + 3);
+    if name.iter().any(|&b| needs_quote(b)) {
+        out.push(b'"');
+        out.extend_from_slice(prefix.as_bytes());
+        for &b in name {
+            let escape: Option<&[u8]> = match b {
+                0x07 => Some(b"\\a"),
+                0x08 => Some(b"\\b"),
+                b'\t' => Some(b"\\t"),
+                b'\n' => Some(b"\\n"),
+                0x0B => Some(b"\\v"),
+                0x0C => Some(b"\\f"),
+                b'\r' => Some(b"\\r"),
+                b'"' => Some(b"\\\""),
+                b'\\' => Some(b"\\\\"),
+                _ => None,
+            };
+            match escape {
+                Some(e) => out.extend_from_slice(e),
+                None if needs_quote(b) => out.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+                None => out.push(b),
+            }
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(prefix.as_bytes());
+        out.extend_from_slice(name);
+    }
+    if name.contains(&b' ') {
+        out.push(b'\t');
+    }
+    out
+}
+
+/// One header line (`--- a/<path>`), bold on a terminal.
+fn write_header(out: &mut dyn Write, marker: &str, name: &[u8], style: &Style) -> io::Result<()> {
+    if style.enabled {
+        let bold = AnsiStyle::new().bold();
+        write!(out, "{bold}")?;
+        out.write_all(marker.as_bytes())?;
+        out.write_all(name)?;
+        writeln!(out, "{bold:#}")
+    } else {
+        out.write_all(marker.as_bytes())?;
+        out.write_all(name)?;
+        writeln!(out)
+    }
+}
+
+/// The lines of `text` as git counts them: split after each `\n` only (a
+/// lone `\r` is part of its line, as CPython accepts it inside one), the
+/// last line possibly without an ending.
+fn git_lines(text: &str) -> Vec<&str> {
+    text.split_inclusive('\n').collect()
+}
+
+/// A hunk range as git writes it: `start,count`, only `start` when the count
+/// is 1, and the line before when it is 0.
+fn hunk_range(start: usize, len: usize) -> String {
+    match len {
+        1 => format!("{}", start + 1),
+        0 => format!("{start},0"),
+        _ => format!("{},{len}", start + 1),
+    }
+}
+
+/// The hunks of the unified diff from `old` to `new` with 3 lines of context,
+/// lines split as git splits them, each hunk as its text. A last line
+/// without a newline is followed by `\ No newline at end of file`.
+pub fn unified_hunks(old: &str, new: &str) -> Vec<String> {
+    let old_lines = git_lines(old);
+    let new_lines = git_lines(new);
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &old_lines, &new_lines);
+    let mut hunks = Vec::new();
+    for group in similar::group_diff_ops(ops, 3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (old_start, new_start) = (first.old_range().start, first.new_range().start);
+        let old_len = last.old_range().end - old_start;
+        let new_len = last.new_range().end - new_start;
+        let mut hunk = format!(
+            "@@ -{} +{} @@\n",
+            hunk_range(old_start, old_len),
+            hunk_range(new_start, new_len)
+        );
+        let mut line = |mark: char, text: &str| {
+            hunk.push(mark);
+            hunk.push_str(text);
+            if !text.ends_with('\n') {
+                hunk.push_str("\n\\ No newline at end of file\n");
+            }
+        };
+        for op in &group {
+            for change in op.iter_changes(&old_lines, &new_lines) {
+                let mark = match change.tag() {
+                    similar::ChangeTag::Equal => ' ',
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                };
+                line(mark, change.value());
+            }
+        }
+        hunks.push(hunk);
+    }
+    hunks
 }
 
 /// The diff that creates a file: `--- /dev/null`, `+++ b/<path>`.
 fn write_new_file(out: &mut dyn Write, new: &crate::NewFile, style: &Style) -> io::Result<()> {
-    let bold = AnsiStyle::new().bold();
-    writeln!(out, "{}", style.paint(bold, "--- /dev/null"))?;
-    writeln!(
+    write_header(out, "--- ", b"/dev/null", style)?;
+    write_header(
         out,
-        "{}",
-        style.paint(bold, &format!("+++ b/{}", header_path(&new.path)))
+        "+++ ",
+        &git_header_name("b/", &path_bytes(&new.path)),
+        style,
     )?;
-    let diff = TextDiff::from_lines("", new.text.as_str());
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        write_hunk(out, &hunk.to_string(), crate::source::Encoding::Utf8, style)?;
+    for hunk in unified_hunks("", new.text.as_str()) {
+        write_hunk(out, &hunk, crate::source::Encoding::Utf8, style)?;
     }
     Ok(())
 }
@@ -128,13 +243,11 @@ pub fn write_diff(out: &mut dyn Write, file: &FileReport, style: &Style) -> io::
     let bom = if file.source.bom { "\u{feff}" } else { "" };
     let old = format!("{bom}{}", file.source.text);
     let new = format!("{bom}{new_text}");
-    let diff = TextDiff::from_lines(&old, &new);
-    let path = header_path(&file.path);
-    let bold = AnsiStyle::new().bold();
-    writeln!(out, "{}", style.paint(bold, &format!("--- a/{path}")))?;
-    writeln!(out, "{}", style.paint(bold, &format!("+++ b/{path}")))?;
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        write_hunk(out, &hunk.to_string(), file.source.encoding, style)?;
+    let name = path_bytes(&file.path);
+    write_header(out, "--- ", &git_header_name("a/", &name), style)?;
+    write_header(out, "+++ ", &git_header_name("b/", &name), style)?;
+    for hunk in unified_hunks(&old, &new) {
+        write_hunk(out, &hunk, file.source.encoding, style)?;
     }
     Ok(())
 }

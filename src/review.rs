@@ -11,14 +11,13 @@ use std::io::{self, BufRead, Write};
 use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
-use similar::TextDiff;
 
 use crate::cli::{Review, Settings};
 use crate::edit::{Edit, Fix};
 use crate::matcher::Target;
 use crate::render::Style;
 use crate::resolve::Status;
-use crate::source::{indentation_at, line_ending_at, line_start};
+use crate::source::{indentation_at, line_ending_at};
 use crate::{Analysis, FileReport};
 
 /// The version of the decisions file's shape.
@@ -244,7 +243,10 @@ pub fn replay(
 }
 
 /// The `# hookfence: ignore` line that suppresses a hook: where a def's
-/// decorator would go, or above a lambda's line, indented like that line.
+/// decorator would go (the start of its logical line), or above a lambda's
+/// line, indented like that line; where that line starts inside a string or
+/// continues the line above, above the nearest line where a comment is a
+/// comment (see [`crate::pyrules::comment_may_go_at`]).
 pub fn suppression(text: &str, target: &Target) -> Edit {
     let (at, indent, ending) = match target {
         Target::Def {
@@ -252,8 +254,8 @@ pub fn suppression(text: &str, target: &Target) -> Edit {
             indent,
             line_ending,
         } => (*insert_at, indent.as_str(), *line_ending),
-        Target::Lambda { start, .. } => {
-            let at = line_start(text, *start);
+        Target::Lambda { comment_at, .. } => {
+            let at = *comment_at;
             (at, indentation_at(text, at), line_ending_at(text, at))
         }
     };
@@ -371,15 +373,9 @@ pub fn apply(analysis: &mut Analysis, planned: &[Planned], verdicts: &[Verdict])
 pub fn hunk(file: &FileReport, fix: &Fix, style: &Style) -> String {
     let old = file.source.text.as_str();
     let new = crate::edit::apply(old, std::slice::from_ref(fix)).text;
-    let diff = TextDiff::from_lines(old, new.as_str());
     let mut out = Vec::new();
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        let _ = crate::render::write_hunk(
-            &mut out,
-            &hunk.to_string(),
-            crate::source::Encoding::Utf8,
-            style,
-        );
+    for hunk in crate::render::unified_hunks(old, new.as_str()) {
+        let _ = crate::render::write_hunk(&mut out, &hunk, crate::source::Encoding::Utf8, style);
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -664,6 +660,79 @@ def attach(model):
             unreachable!()
         };
         assert_eq!(line, 2);
+    }
+
+    /// Whether CPython compiles `text`, or its complaint.
+    fn cpython_compiles(text: &str) -> Result<(), String> {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys; compile(sys.stdin.buffer.read(), 'f.py', 'exec')",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 is needed for the CPython oracle");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    #[test]
+    fn a_suppression_never_lands_in_a_string_or_after_a_continuation() {
+        // The lambda's line starts inside a multi-line str, f-string or
+        // bytes literal, or continues the line above: the comment goes
+        // above the statement, where it is a comment.
+        let hook = "model.register_forward_hook(lambda m, a, o: o.to(\"cpu\"))";
+        let cases = [
+            format!("s = \"\"\"\nline\n\"\"\"; {hook}\n"),
+            format!("s = f'''\n{{1}}\n'''; {hook}\n"),
+            format!("s = rb'''\n\\x00\n'''; {hook}\n"),
+            format!("x = 1 + \\\n{hook}\n"),
+            format!("\\\n{hook}\n"),
+            format!("x = 1 + \\\n    \\\n{hook}\n"),
+            format!("if x:\n    y = [\n        1,\n    ] + \\\n    {hook}\n"),
+            format!("s = (\"\"\"\n\"\"\"\n     + \\\n  \"\"); {hook}\n"),
+        ];
+        for body in cases {
+            let text = format!("import torch\nmodel = None\n{body}");
+            cpython_compiles(&text).unwrap();
+            let mut a = analysis(&text);
+            let planned = planned(&a);
+            assert_eq!(names(&a, &planned).len(), 1, "{text}");
+            apply(&mut a, &planned, &[Verdict::Answered(Answer::Suppress)]);
+            assert!(a.errors.is_empty(), "{:?}", a.errors);
+            let new = a.files[0].new_text.clone().unwrap();
+            cpython_compiles(&new).unwrap_or_else(|e| panic!("{e}\n{new}"));
+            // Only a comment line was added: the program is the same.
+            let without: String = new
+                .split_inclusive('\n')
+                .filter(|l| l.trim() != "# hookfence: ignore")
+                .collect();
+            assert_eq!(without, text, "{new}");
+            let Status::Suppressed { line, .. } = a.files[0].sites[planned[0].site].status else {
+                unreachable!()
+            };
+            assert_eq!(
+                new.lines().nth(line - 1).map(str::trim),
+                Some("# hookfence: ignore"),
+                "{new}"
+            );
+            // And it suppresses the hook on the next run.
+            let again = analysis(&new);
+            assert_eq!(again.files[0].sites[0].status.name(), "suppressed", "{new}");
+            assert!(again.files[0].unused_suppressions.is_empty(), "{new}");
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! One fixture per behaviour in `tests/fixtures/`, each snapshotted as the
 //! user sees it (the hooks found, then the diff) in the top-level
 //! `snapshots/`. The same loop checks invariants on every fixture:
-//! - the rewritten file parses (tree-sitter) and Python's own `ast.parse`
-//!   accepts it, in its own encoding;
+//! - the rewritten file parses (tree-sitter) and CPython compiles it
+//!   (`compile()`, which also enforces what `ast.parse` does not, such as
+//!   where `from __future__` imports stand), in its own encoding;
 //! - no byte of the original is removed or changed: the only differences are
 //!   inserted decorator lines, an `import torch` line, or a lambda wrap;
 //! - line endings, BOM and encoding are the file's own;
@@ -82,13 +83,16 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
     out.replace(&format!("{}/", root.display()), "")
 }
 
-fn python_accepts(bytes: &[u8]) -> Result<(), String> {
+fn cpython_compiles(bytes: &[u8]) -> Result<(), String> {
     let mut child = Command::new("python3")
-        .args(["-c", "import ast, sys; ast.parse(sys.stdin.buffer.read())"])
+        .args([
+            "-c",
+            "import sys; compile(sys.stdin.buffer.read(), 'fixture.py', 'exec', dont_inherit=True)",
+        ])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("python3 is needed for the ast oracle");
+        .expect("python3 is needed for the CPython oracle");
     child.stdin.take().unwrap().write_all(bytes).unwrap();
     let out = child.wait_with_output().unwrap();
     if out.status.success() {
@@ -169,9 +173,9 @@ fn check_invariants(file: &FileReport) {
     assert_only_fence_insertions(path, old, new_text);
 
     let bytes = file.source.encode(new_text);
-    if let Err(err) = python_accepts(&bytes) {
+    if let Err(err) = cpython_compiles(&bytes) {
         panic!(
-            "{}: python's ast rejects the output:\n{err}",
+            "{}: CPython does not compile the output:\n{err}",
             path.display()
         );
     }
@@ -298,9 +302,9 @@ fn run_fixture_with(path: &Path, options: &hookfence::Options) -> String {
         check_invariants(file);
     }
     for created in &analysis.created {
-        if let Err(err) = python_accepts(created.text.as_bytes()) {
+        if let Err(err) = cpython_compiles(created.text.as_bytes()) {
             panic!(
-                "{}: python's ast rejects the helper:\n{err}",
+                "{}: CPython does not compile the helper:\n{err}",
                 created.path.display()
             );
         }
@@ -493,4 +497,32 @@ fn projects_give_the_same_answer_with_and_without_the_prefilter_and_from_each_fi
             assert_eq!(statuses(&alone), together, "{}", file.path.display());
         }
     }
+}
+
+#[test]
+fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
+    // A vertical tab is blank to tree-sitter, so the re-parse accepts the
+    // import line; CPython does not: the guard refuses the rewrite.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hooks.py");
+    std::fs::write(
+        &path,
+        "import torch\n\n\ndef _h(m, a):\n    m.to('cuda')\n\n\ndef attach(model):\n    model.register_forward_pre_hook(_h)\n",
+    )
+    .unwrap();
+    let options = hookfence::Options {
+        strategy: hookfence::plan::Strategy::Wrap,
+        helper_module: Some("helpers\u{b}".to_owned()),
+        ..hookfence::Options::default()
+    };
+    let analysis = hookfence::analyze(std::slice::from_ref(&path), &options);
+    assert!(analysis.files.iter().all(|f| f.new_text.is_none()));
+    assert_eq!(analysis.errors.len(), 1, "{:?}", analysis.errors);
+    let report = analysis.errors[0].report();
+    assert!(
+        report.starts_with(&format!("{}:2:1: ", path.display()))
+            && report.contains("CPython would reject it")
+            && report.contains("control character"),
+        "{report}"
+    );
 }

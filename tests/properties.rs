@@ -8,6 +8,11 @@
 //!   keeps every byte of the original in order, adds only fence forms, and a
 //!   second analysis of it plans nothing.
 //! - `edit::apply` matches a simple model on random edits.
+//! - CPython compiles every output whose input it compiled (48 cases: each
+//!   runs `python3`).
+//! - The diff of a file with an odd name (tab, newline, quote, backslash,
+//!   bytes that are no UTF-8) and lone CRs inside its lines goes through the
+//!   real `git apply` and gives the rewritten file (48 cases).
 //!
 //! Sources are built from fragments (hook classes, registrations, lambdas,
 //! decorators, comments, docstrings, strings), optionally nested in blocks,
@@ -90,6 +95,14 @@ const FRAGMENTS: &[&str] = &[
     "import torch.nn\n",
     "if TYPE_CHECKING:\n    import torch\n",
     "class Empty(ModelHook): pass\n",
+    // What CPython reads otherwise than tree-sitter: a backslash-only line
+    // opening a class body, names spelled with compatibility characters
+    // (NFKC), a statement after a multi-line string, a continued line.
+    "class Slash(ModelHook):\n    \\\n    def pre_forward(self, m):\n        m.to('cuda')\n",
+    "class \u{ff37}ide(ModelHook):\n    def \u{ff50}re_forward(self, m):\n        m.\u{ff54}o('cuda')\n",
+    "s = '''\n'''; model.register_forward_hook(lambda m, a, o: o.to('cpu'))\n",
+    "x = 1 + \\\n    model.register_forward_hook(lambda m, a, o: o.to('cpu'))\n",
+    "(\"doc\"\n \"string\")\n",
 ];
 
 /// A fragment, or a fragment nested in a block.
@@ -468,5 +481,216 @@ proptest! {
             let mut rest = applied.text.chars();
             prop_assert!(text.chars().all(|c| rest.any(|d| d == c)));
         }
+    }
+}
+
+/// A file name with the bytes git quotes in diff headers: tab, newline, `"`,
+/// backslash, space, DEL, other control characters, UTF-8 and bytes that are
+/// no UTF-8 at all.
+#[cfg(unix)]
+fn odd_file_name() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"\t".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\"".to_vec()),
+        Just(b"\\".to_vec()),
+        Just(b" ".to_vec()),
+        Just(b"\x7f".to_vec()),
+        Just(b"\x01".to_vec()),
+        Just(b"\r".to_vec()),
+        Just("\u{e9}".as_bytes().to_vec()),
+        Just(b"\xff".to_vec()),
+        Just(b"\xc3".to_vec()),
+        "[a-z_]{1,3}".prop_map(String::into_bytes),
+    ];
+    proptest::collection::vec(piece, 1..5).prop_map(|pieces| {
+        let mut name = pieces.concat();
+        name.extend_from_slice(b".py");
+        name
+    })
+}
+
+/// A generated module with lone CRs put inside lines: in comments, in
+/// strings, and between tokens.
+fn source_with_lone_crs() -> impl Strategy<Value = Vec<u8>> {
+    (
+        python_source(),
+        proptest::collection::vec(any::<prop::sample::Index>(), 1..4),
+    )
+        .prop_map(|(bytes, spots)| {
+            let mut bytes = bytes;
+            // Only after a byte that is neither a line break nor a CR, so
+            // each CR stands alone inside a line.
+            let inside: Vec<usize> = (1..bytes.len())
+                .filter(|&i| !matches!(bytes[i - 1], b'\n' | b'\r') && bytes[i] != b'\n')
+                .collect();
+            let mut at: Vec<usize> = spots
+                .iter()
+                .filter(|_| !inside.is_empty())
+                .map(|s| inside[s.index(inside.len())])
+                .collect();
+            at.sort_unstable();
+            at.dedup();
+            for i in at.into_iter().rev() {
+                bytes.insert(i, b'\r');
+            }
+            bytes
+        })
+}
+
+/// Runs git in `dir`; its output, or why it failed.
+#[cfg(unix)]
+fn git(dir: &std::path::Path, args: &[&str]) -> Result<Vec<u8>, String> {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The diff hookfence prints for `bytes` in a file named `name` goes
+/// through the real `git apply`, which must give the rewritten file.
+#[cfg(unix)]
+fn git_applies(name: &[u8], bytes: &[u8]) -> Result<(), TestCaseError> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(name));
+    let analysis = hookfence::analyze_source(path.clone(), bytes.to_vec(), &options(true));
+    let Some(file) = analysis.files.iter().find(|f| f.new_text.is_some()) else {
+        return Ok(());
+    };
+    let expected = file
+        .source
+        .encode(file.new_text.as_deref().unwrap_or_default());
+    let mut diff = Vec::new();
+    hookfence::render::write_diffs(&mut diff, &analysis, &hookfence::render::Style::new(false))
+        .unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join(&path), bytes).unwrap();
+    std::fs::write(repo.path().join("hookfence.diff"), &diff).unwrap();
+    let shown = String::from_utf8_lossy(&diff).into_owned();
+    git(repo.path(), &["init", "-q"]).map_err(TestCaseError::fail)?;
+    git(repo.path(), &["apply", "hookfence.diff"])
+        .map_err(|e| TestCaseError::fail(format!("git apply refused: {e}\n{shown:?}")))?;
+    let applied = std::fs::read(repo.path().join(&path)).unwrap();
+    prop_assert!(
+        applied == expected,
+        "git apply gave another file:\n{shown:?}"
+    );
+    Ok(())
+}
+
+/// Whether CPython compiles `bytes`, or its complaint.
+fn cpython_compiles(bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys; compile(sys.stdin.buffer.read(), 'generated.py', 'exec', dont_inherit=True)",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the CPython oracle");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[cfg(unix)]
+proptest! {
+    // Each case runs git or CPython: fewer cases than the pure properties.
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn output_compiles_with_cpython_where_the_input_did(
+        bytes in python_source(),
+        all_hooks in any::<bool>(),
+    ) {
+        prop_assume!(parses(&bytes) && cpython_compiles(&bytes).is_ok());
+        let analysis = analyze(&bytes, all_hooks);
+        for file in &analysis.files {
+            if let Some(new_text) = &file.new_text {
+                let written = file.source.encode(new_text);
+                if let Err(why) = cpython_compiles(&written) {
+                    return Err(TestCaseError::fail(format!("{why}\n--- new ---\n{new_text}")));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn diffs_of_odd_file_names_and_lone_crs_go_through_git_apply(
+        name in odd_file_name(),
+        bytes in source_with_lone_crs(),
+    ) {
+        prop_assume!(parses(&bytes));
+        git_applies(&name, &bytes)?;
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn git_quotes_names_in_headers_as_hookfence_does() {
+    // git's own `diff` of a committed file, against hookfence's header.
+    use std::os::unix::ffi::OsStrExt;
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]).unwrap();
+    let names: &[&[u8]] = &[
+        b"a\tb.py",
+        b"new\nline.py",
+        b"q\"uote.py",
+        b"back\\slash.py",
+        b"sp ace.py",
+        b"del\x7f.py",
+        b"bell\x07\x08\x0b\x0c\r.py",
+        "caf\u{e9}.py".as_bytes(),
+        b"latin\xe9.py",
+        b"plain_name.py",
+    ];
+    for name in names {
+        let path = repo.path().join(std::ffi::OsStr::from_bytes(name));
+        std::fs::write(&path, "x = 1\n").unwrap();
+        git(
+            repo.path(),
+            &["add", "--", std::str::from_utf8(b".").unwrap()],
+        )
+        .unwrap();
+        git(
+            repo.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "x",
+            ],
+        )
+        .unwrap();
+        std::fs::write(&path, "x = 2\n").unwrap();
+        let diff = git(repo.path(), &["-c", "core.quotePath=true", "diff"]).unwrap();
+        let minus = diff
+            .split(|&b| b == b'\n')
+            .find(|l| l.starts_with(b"--- "))
+            .unwrap()
+            .to_vec();
+        let mut ours = b"--- ".to_vec();
+        ours.extend(hookfence::render::git_header_name("a/", name));
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&minus),
+            "{name:?}"
+        );
+        git(repo.path(), &["checkout", "-q", "--", "."]).unwrap();
     }
 }

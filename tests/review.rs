@@ -608,3 +608,48 @@ fn replay_with_the_wrap_strategy_creates_the_helper_only_when_used() {
     assert!(b.contains("@no_compile\ndef _to_cuda"), "{b}");
     assert!(!project.read_str("pkg/a.py").contains("no_compile"));
 }
+
+#[test]
+fn replayed_suppressions_stand_where_cpython_reads_a_comment() {
+    // The lambda's line starts inside a multi-line f-string; the method
+    // follows a backslash-only line. Each comment goes above the logical
+    // line, so no string changes and no line is cut short.
+    let text = "import torch\nfrom accelerate.hooks import ModelHook\n\n\nclass Offload(ModelHook):\n    \\\n    def pre_forward(self, module):\n        module.to(\"cuda\")\n\n\ndef attach(model):\n    note = f\"\"\"\n{model}\n\"\"\"; model.register_forward_hook(lambda m, a, out: out.to(\"cpu\"))\n";
+    let project = Project::new(&[("pkg/c.py", text.as_bytes())]);
+    project.write(
+        "d.json",
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/c.py", "Offload.pre_forward", 7, "suppress"),
+                decision("pkg/c.py", "attach.<locals>.<lambda>", 14, "suppress"),
+            ],
+        })
+        .to_string(),
+    );
+    let run = project.run(&["--replay", "d.json", "."]);
+    assert_eq!(run.code, Some(0), "{run}");
+    let expected = text
+        .replace(
+            "    \\\n    def pre_forward",
+            "    # hookfence: ignore\n    \\\n    def pre_forward",
+        )
+        .replace(
+            "    note = f\"\"\"",
+            "    # hookfence: ignore\n    note = f\"\"\"",
+        );
+    assert_eq!(project.read_str("pkg/c.py"), expected);
+    let compiled = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; compile(open(sys.argv[1], 'rb').read(), 'c.py', 'exec')",
+        ])
+        .arg(project.root().join("pkg/c.py"))
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    // Both hooks now read as suppressed, and no suppression is unused.
+    let check = project.run(&["--check", "--all-hooks", "."]);
+    assert_eq!(check.code, Some(0), "{check}");
+    assert!(!check.stderr.contains("unused suppression"), "{check}");
+}

@@ -18,9 +18,15 @@ For every file, in both runs:
     original is a subsequence of the new bytes, and every added line is a
     fence form hookfence writes (`@torch.compiler.disable()`, `import torch`)
     and every changed line a lambda wrapped in `torch.compiler.disable(...)`;
-  * a changed file parses with Python's `ast` whenever the original did;
+  * a changed file compiles with CPython (`compile()`, which enforces what
+    `ast.parse` does not, such as where `from __future__` imports stand)
+    whenever the original did;
   * an unchanged file is byte-identical, and no file appears or disappears
     (no `.hookfence-*.tmp` left behind).
+Then a sample of the changed files (up to IMPORT_SAMPLE, the same ones on
+every run) is imported, each alone in a fresh interpreter, against a stub
+`torch` (a tiny package providing `compiler.disable` and standing in for
+everything else): every file whose original imports must import rewritten.
 Then, on the whole tree: the two runs give the same tree; a second `--apply`
 plans nothing and changes no byte; `--check --all-hooks` exits 0 (2 if some
 files cannot be processed: those are then the only errors).
@@ -83,6 +89,94 @@ def ast_ok(data):
             return True
         except (SyntaxError, ValueError):
             return False
+
+
+def compile_ok(data, name="<corpus>"):
+    """Whether CPython compiles the bytes (syntax and the compiler's own
+    checks: `from __future__` placement, `return` outside a function...)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(data, name, "exec", dont_inherit=True)
+            return True
+        except (SyntaxError, ValueError):
+            return False
+
+
+IMPORT_SAMPLE = 40
+
+STUB_TORCH = {
+    "torch/__init__.py": (
+        '"""A stand-in for torch: `compiler.disable`, and anything else as a\n'
+        'permissive dummy, so that a module that only needs torch to import does."""\n'
+        "from . import compiler\n"
+        "\n"
+        "\n"
+        "class _Any:\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        pass\n"
+        "\n"
+        "    def __call__(self, *args, **kwargs):\n"
+        "        return _Any()\n"
+        "\n"
+        "    def __getattr__(self, name):\n"
+        "        return _Any()\n"
+        "\n"
+        "    def __mro_entries__(self, bases):\n"
+        "        return (object,)\n"
+        "\n"
+        "\n"
+        "def __getattr__(name):\n"
+        "    return _Any()\n"
+    ),
+    "torch/compiler.py": (
+        "def disable(fn=None, recursive=True):\n"
+        "    if fn is None:\n"
+        "        return lambda f: f\n"
+        "    return fn\n"
+    ),
+}
+
+IMPORT_ONE = (
+    "import importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('hookfence_sample', sys.argv[1])\n"
+    "module = importlib.util.module_from_spec(spec)\n"
+    "sys.modules['hookfence_sample'] = module\n"
+    "spec.loader.exec_module(module)\n"
+)
+
+
+def imports_alone(path, stub_dir):
+    """Whether the file at path imports on its own, with the stub torch first
+    on the path; None if it did not finish in time."""
+    env = dict(os.environ, PYTHONPATH=stub_dir, PYTHONDONTWRITEBYTECODE="1")
+    try:
+        proc = subprocess.run([sys.executable, "-c", IMPORT_ONE, path], cwd=stub_dir, env=env,
+                              capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return None
+    return proc.returncode == 0
+
+
+def import_sample(source_dir, apply_dir, changed, work):
+    """Problems of the import check on a fixed sample of changed files, and
+    how many of the sample imported before the rewrite."""
+    stub_dir = os.path.join(work, "stub-torch")
+    for rel, text in STUB_TORCH.items():
+        os.makedirs(os.path.dirname(os.path.join(stub_dir, rel)), exist_ok=True)
+        with open(os.path.join(stub_dir, rel), "w") as f:
+            f.write(text)
+    sample = sorted(changed, key=lambda r: hashlib.sha256(r.encode("utf-8", "surrogateescape")).digest())
+    sample = sorted(sample[:IMPORT_SAMPLE])
+    problems = []
+    importable = 0
+    for rel in sample:
+        if imports_alone(os.path.join(source_dir, rel), stub_dir) is not True:
+            continue
+        importable += 1
+        if imports_alone(os.path.join(apply_dir, rel), stub_dir) is not True:
+            problems.append(f"{rel} imports before the rewrite but not after it")
+    return problems, importable, len(sample)
 
 
 def is_subsequence(old, new):
@@ -208,6 +302,10 @@ def check_run(label, pristine, after, doc, problems_by_file, stats):
                     stats["ast_checked"] += 1
                     if not ast_ok(new):
                         problems.append(f"[{label}] python's ast parsed the original but rejects the output")
+                if compile_ok(old, rel):
+                    stats["compile_checked"] += 1
+                    if not compile_ok(new, rel):
+                        problems.append(f"[{label}] CPython compiled the original but not the output")
         elif new != old:
             problems.append(f"[{label}] changed although no edit was reported for it")
         problems_by_file[rel].extend(problems)
@@ -300,6 +398,12 @@ def check_variant(variant, hookfence, corpus, work, checker):
     checker.case(f"<{variant}: errors only --no-prefilter finds are in files left alone>",
                  [f"{r} changed" for r in sorted(extra_errors) if after.get(r) != pristine.get(r)])
 
+    # A sample of the rewritten files imports wherever its original did.
+    problems, importable, sampled = import_sample(source, apply_dir, changed, work)
+    checker.case(f"<{variant}: sampled files import after the rewrite where they did before>", problems)
+    print(f"imports: {importable} of {sampled} sampled changed files import alone against stub torch; "
+          f"{importable - len(problems)} of them still do after the rewrite")
+
     # Second run: plans nothing, changes no byte.
     digest = tree_digest(after)
     cmd = [hookfence, "--all-hooks", "--apply", "--allow-dirty", "--format", "json", "."]
@@ -327,7 +431,8 @@ def check_variant(variant, hookfence, corpus, work, checker):
     # Counts.
     summary = doc.get("summary", {})
     print(f"files: {summary.get('files_scanned')} scanned, {len(changed)} changed "
-          f"(each parsed by python's ast before and after)")
+          f"(each parsed by python's ast and compiled by CPython before and after; "
+          f"{stats['compile_checked']} compile checks)")
     print(f"hooks: {summary.get('unfenced')} fenced, {summary.get('fenced')} already fenced, "
           f"{summary.get('not_offload')} not offload, {summary.get('suppressed')} suppressed, "
           f"{summary.get('opted_out')} opted out, {summary.get('unresolved')} registrations unresolved")

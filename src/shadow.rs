@@ -1,0 +1,284 @@
+//! The text the matcher reads where tree-sitter would read a file otherwise
+//! than CPython does, at the same byte offsets and on the same lines:
+//!
+//! - identifiers are compared after NFKC normalisation, as CPython does
+//!   (`ｐre_forward` defines `pre_forward`): each identifier that changes is
+//!   written in its normal form, padded with spaces to its original length;
+//! - a line holding only a backslash continuation (and blanks) at the start
+//!   of a logical line, which CPython joins to the next line and tree-sitter
+//!   misreads (as the first line of a class body it takes the methods out of
+//!   the class), is read as a comment line: the `\` becomes `#`.
+//!
+//! The matcher runs on the shadow text; [`Shadow::restore`] then maps what
+//! it found back to the original: positions, the ends of renamed
+//! identifiers, and insertion points, which go above the joined lines so
+//! that no inserted line follows a continuation.
+
+use tree_sitter::{Node, Tree};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::error::Position;
+use crate::matcher::{FileFacts, Target};
+use crate::source::{indentation_at, line_ending_at, line_start, text_position};
+
+/// Whether NFKC changes some character of `text` (false for ASCII text,
+/// which is checked first and fast).
+pub fn changes_under_nfkc(text: &str) -> bool {
+    !text.is_ascii()
+        && text
+            .chars()
+            .filter(|c| !c.is_ascii())
+            .any(|c| !c.nfkc().eq(std::iter::once(c)))
+}
+
+/// `text` in NFKC, where that changes it: a text whose names are those
+/// CPython reads (the prefilter searches it, so that it stays sound).
+pub fn nfkc(text: &str) -> std::borrow::Cow<'_, str> {
+    if changes_under_nfkc(text) {
+        std::borrow::Cow::Owned(text.nfkc().collect())
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// A file hookfence cannot read in place: an identifier whose NFKC form is
+/// longer than its spelling (`ⅷ` is `viii`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    pub at: Position,
+    pub what: String,
+}
+
+/// The shadow of a file (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Shadow {
+    pub text: String,
+    /// Identifiers rewritten: start, end of the normal form, end of the
+    /// original spelling; in text order.
+    renamed: Vec<(usize, usize, usize)>,
+    /// The starts of the backslash-only lines read as comments.
+    joined: Vec<usize>,
+}
+
+impl Shadow {
+    /// The shadow of `text` (whose tree is `tree`), or `None` where it would
+    /// be `text` itself.
+    pub fn of(tree: &Tree, text: &str) -> Result<Option<Shadow>, Unreadable> {
+        let root = tree.root_node();
+        let mut shadow: Option<Vec<u8>> = None;
+        let mut renamed = Vec::new();
+        let mut joined = Vec::new();
+        if !text.is_ascii() {
+            let mut skip_to = 0;
+            for (i, c) in text.char_indices() {
+                if c.is_ascii() || i < skip_to {
+                    continue;
+                }
+                let Some(node) = root.descendant_for_byte_range(i, i + c.len_utf8()) else {
+                    continue;
+                };
+                if node.kind() != "identifier" {
+                    if node.child_count() == 0 {
+                        // A comment or a string's text: nothing to rename in it.
+                        skip_to = node.end_byte();
+                    }
+                    continue;
+                }
+                skip_to = node.end_byte();
+                let (start, end) = (node.start_byte(), node.end_byte());
+                let name = &text[start..end];
+                let normal: String = name.nfkc().collect();
+                if normal == name || crate::pyrules::KEYWORDS.contains(&normal.as_str()) {
+                    continue;
+                }
+                if normal.len() > name.len() {
+                    let (line, column) = text_position(text, start);
+                    return Err(Unreadable {
+                        at: Position { line, column },
+                        what: format!(
+                            "the name {name:?} is {normal:?} to CPython (NFKC), which hookfence cannot read in place"
+                        ),
+                    });
+                }
+                let bytes = shadow.get_or_insert_with(|| text.as_bytes().to_vec());
+                bytes[start..start + normal.len()].copy_from_slice(normal.as_bytes());
+                bytes[start + normal.len()..end].fill(b' ');
+                renamed.push((start, start + normal.len(), end));
+            }
+        }
+        for at in memchr::memchr_iter(b'\\', text.as_bytes()) {
+            let begin = line_start(text, at);
+            let alone = text.as_bytes()[begin..at]
+                .iter()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\x0c'));
+            let ends_line = matches!(&text.as_bytes()[at + 1..], [b'\n', ..] | [b'\r', b'\n', ..]);
+            let continuation = root
+                .descendant_for_byte_range(at, at + 1)
+                .is_some_and(|n: Node<'_>| n.kind() == "line_continuation");
+            if alone
+                && ends_line
+                && continuation
+                && crate::pyrules::is_logical_line_start(root, text, begin)
+            {
+                shadow.get_or_insert_with(|| text.as_bytes().to_vec())[at] = b'#';
+                joined.push(begin);
+            }
+        }
+        let Some(bytes) = shadow else {
+            return Ok(None);
+        };
+        // Only ASCII was written over whole characters: still UTF-8.
+        let text = String::from_utf8(bytes).map_err(|_| Unreadable {
+            at: Position { line: 1, column: 1 },
+            what: "names hookfence cannot normalise in place".to_owned(),
+        })?;
+        Ok(Some(Shadow {
+            text,
+            renamed,
+            joined,
+        }))
+    }
+
+    /// The offset in the original of an offset into the shadow: one inside
+    /// a renamed identifier's padding (or its normal form) is its end.
+    fn offset(&self, offset: usize) -> usize {
+        let i = self.renamed.partition_point(|&(start, ..)| start < offset);
+        match i.checked_sub(1).map(|i| self.renamed[i]) {
+            Some((_, _, end)) if offset < end => end,
+            _ => offset,
+        }
+    }
+
+    /// The position in the original of a position in the shadow (columns
+    /// count characters, which renaming changes).
+    fn position(&self, original: &str, at: Position) -> Position {
+        if self.renamed.is_empty() {
+            return at;
+        }
+        let begin = original
+            .match_indices('\n')
+            .nth(at.line.saturating_sub(2))
+            .map_or(0, |(i, _)| i + 1);
+        let begin = if at.line <= 1 { 0 } else { begin };
+        let offset = self.text[begin..]
+            .char_indices()
+            .nth(at.column.saturating_sub(1))
+            .map_or(self.text.len(), |(i, _)| begin + i);
+        let (line, column) = text_position(original, self.offset(offset));
+        Position { line, column }
+    }
+
+    /// The line start to insert at in the original for one found in the
+    /// shadow: above the backslash-only lines that continue into it.
+    fn insertion(&self, original: &str, mut at: usize) -> usize {
+        while at > 0 {
+            let above = line_start(original, at - 1);
+            if self.joined.binary_search(&above).is_err() {
+                break;
+            }
+            at = above;
+        }
+        at
+    }
+
+    /// Maps positions found in the shadow back to `original`.
+    pub fn restore_positions(&self, positions: &mut [Position], original: &str) {
+        for at in positions {
+            *at = self.position(original, *at);
+        }
+    }
+
+    /// Maps the facts the matcher found in the shadow back to `original`.
+    pub fn restore(&self, facts: &mut FileFacts, original: &str) {
+        for c in &mut facts.candidates {
+            c.at = self.position(original, c.at);
+            c.registered_at = c.registered_at.map(|at| self.position(original, at));
+            c.span = (self.offset(c.span.0), self.offset(c.span.1));
+            match &mut c.target {
+                Target::Def {
+                    insert_at,
+                    indent,
+                    line_ending,
+                } => {
+                    *insert_at = self.insertion(original, *insert_at);
+                    *indent = indentation_at(original, *insert_at).to_owned();
+                    *line_ending = line_ending_at(original, *insert_at);
+                }
+                Target::Lambda {
+                    start,
+                    end,
+                    comment_at,
+                } => {
+                    *start = self.offset(*start);
+                    *end = self.offset(*end);
+                    *comment_at = self.insertion(original, *comment_at);
+                }
+            }
+        }
+        for u in &mut facts.unresolved {
+            u.at = self.position(original, u.at);
+        }
+        self.restore_positions(&mut facts.fullgraph, original);
+        facts.import_at = self.insertion(original, facts.import_at);
+        facts.import_block_end = self.insertion(original, facts.import_block_end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn shadow(text: &str) -> Result<Option<Shadow>, Unreadable> {
+        Shadow::of(&crate::parse::parse(text).unwrap(), text)
+    }
+
+    #[test]
+    fn names_are_normalised_in_place_and_positions_map_back() {
+        let text = "def \u{ff50}re_forward(self): \u{ff4d} = x\n";
+        let s = shadow(text).unwrap().unwrap();
+        assert_eq!(s.text.len(), text.len());
+        assert!(
+            s.text.starts_with("def pre_forward  (self): m   = x\n"),
+            "{:?}",
+            s.text
+        );
+        // The column of `=` in the shadow is that of `=` in the original.
+        let eq_shadow = s.text.find('=').unwrap();
+        let (line, column) = text_position(&s.text, eq_shadow);
+        let at = s.position(text, Position { line, column });
+        assert_eq!(
+            (at.line, at.column),
+            text_position(text, text.find('=').unwrap())
+        );
+        // An offset inside the padding is the end of the original name.
+        assert_eq!(s.offset(5), "def \u{ff50}re_forward".len());
+        // Nothing to do: no shadow; strings and comments are left as they are.
+        assert!(shadow("x = '\u{ff50}'  # \u{ff50}\n").unwrap().is_none());
+        assert!(shadow("x = 1\n").unwrap().is_none());
+        // Longer normal forms cannot be read in place.
+        assert!(shadow("\u{2177} = 1\n").is_err());
+    }
+
+    #[test]
+    fn backslash_only_lines_at_a_logical_line_start_become_comments() {
+        let text =
+            "class A:\n    \\\n    def f(self): pass\nx = (1,\n\\\n2)\ny = 1 + \\\n  \\\n  2\n";
+        let s = shadow(text).unwrap().unwrap();
+        assert_eq!(
+            s.text,
+            "class A:\n    #\n    def f(self): pass\nx = (1,\n\\\n2)\ny = 1 + \\\n  \\\n  2\n"
+        );
+        let def = text.find("    def").unwrap();
+        assert_eq!(s.insertion(text, def), text.find("    \\").unwrap());
+    }
+
+    #[test]
+    fn nfkc_is_applied_only_where_it_changes_something() {
+        assert!(!changes_under_nfkc("plain ascii"));
+        assert!(!changes_under_nfkc("caf\u{e9} \u{4e2d}"));
+        assert!(changes_under_nfkc("\u{ff50}re_forward"));
+        assert_eq!(nfkc("\u{fb01}x"), "fix");
+    }
+}
