@@ -1,13 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark driver for bench/run.sh.
 
-  driver.py corpus-hash CORPUS_DIR
-      The manifest hash of CORPUS_DIR/tree, computed the way
-      ../shared/bench/make-corpus.sh computes it (wheels in name order, the
-      .py files of each in path order, "<dist>/<path>\\0" + sha256(bytes)),
-      from the files on disk: a tree that was edited, or lost or gained a
-      .py file, hashes differently.
-
   driver.py run --tree TREE --hookfence BIN --parse-only BIN --ast-grep BIN
                 --sgconfig FILE [--runs N] [--out FILE] [--manifest HASH]
       Times every command N times in a fixed rotation (run 1 of each, then
@@ -20,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import glob
-import hashlib
 import json
 import os
 import platform
@@ -35,39 +26,6 @@ import time
 from dataclasses import dataclass, field
 
 TIMEOUT_S = 900  # per command run; a hung command fails the benchmark
-
-
-# --------------------------------------------------------------------------
-# corpus
-
-
-def corpus_hash(corpus: str) -> str:
-    tree = os.path.join(corpus, "tree")
-    if not os.path.isdir(tree):
-        return "missing"
-    h = hashlib.sha256()
-    files = 0
-    for whl in sorted(glob.glob(os.path.join(corpus, "dl", "*.whl"))):
-        top = os.path.basename(whl).split("-")[0]
-        root = os.path.join(tree, top)
-        names = []
-        for dirpath, _dirs, filenames in os.walk(root):
-            rel = os.path.relpath(dirpath, root)
-            for name in filenames:
-                if name.endswith(".py"):
-                    names.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
-        for name in sorted(names):
-            with open(os.path.join(root, name), "rb") as f:
-                data = f.read()
-            h.update(f"{top}/{name}\0".encode())
-            h.update(hashlib.sha256(data).digest())
-            files += 1
-    # Files outside the wheels' top-level folders are not in the manifest:
-    # their presence alone means the tree is not the pinned one.
-    tops = {os.path.basename(w).split("-")[0] for w in glob.glob(os.path.join(corpus, "dl", "*.whl"))}
-    if set(os.listdir(tree)) - tops:
-        return "stray-entries"
-    return h.hexdigest() if files else "empty"
 
 
 # --------------------------------------------------------------------------
@@ -374,8 +332,6 @@ def main_run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
-    ch = sub.add_parser("corpus-hash")
-    ch.add_argument("corpus")
     rp = sub.add_parser("run")
     rp.add_argument("--tree", required=True)
     rp.add_argument("--hookfence", required=True)
@@ -387,12 +343,9 @@ def main() -> None:
     rp.add_argument("--manifest", default="")
     rp.add_argument("--out", default="")
     args = parser.parse_args()
-    if args.what == "corpus-hash":
-        print(corpus_hash(os.path.expanduser(args.corpus)))
-    else:
-        if args.runs < 1:
-            sys.exit("bench: --runs must be at least 1")
-        main_run(args)
+    if args.runs < 1:
+        sys.exit("bench: --runs must be at least 1")
+    main_run(args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hookfence benchmark: builds hookfence and the parse-only example in release,
-# ensures the pinned corpus and a pinned ast-grep, then times (in one run,
-# alternating, BENCH_RUNS runs each, medians):
+# ensures the pinned corpus (bench/corpus.py, pins in bench/corpus.txt) and a
+# pinned ast-grep, then times (in one run, alternating, BENCH_RUNS runs each,
+# medians):
 #   walk+read (find+cat), hookfence dry run, --check, --list (if present),
 #   a tree-sitter parse-only pass (examples/parse_only.rs),
 #   hookfence --no-prefilter -j 1 / -j 2, and ast-grep with bench/ast-grep/.
@@ -10,9 +11,8 @@
 #
 # Usage: bash bench/run.sh            (BENCH_RUNS=5 by default)
 # Env:   BENCH_RUNS      timed runs per command
-#        CORPUS_DIR      corpus location (default ~/.cache/hookfence/corpus)
-#        CORPUS_SHA256   expected manifest hash (default: the pinned corpus)
-#        MAKE_CORPUS     corpus script (default ../shared/bench/make-corpus.sh beside the repository)
+#        HOOKFENCE_CACHE cache root (default ~/.cache/hookfence)
+#        CORPUS_DIR      corpus location (default $HOOKFENCE_CACHE/corpus)
 #        BENCH_OUT       report file (default bench/LATEST.md)
 # Needs: cargo, python3 with venv + pip, /usr/bin/time (GNU time; installed
 # with apt-get if missing).
@@ -23,8 +23,6 @@ REPO=$PWD
 BENCH_RUNS=${BENCH_RUNS:-5}
 CACHE=${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}
 CORPUS_DIR=${CORPUS_DIR:-$CACHE/corpus}
-CORPUS_SHA256=${CORPUS_SHA256:-503633ce7dc65b3be6e36279a987c6b25f94c1e41e5832c7dae80837cbae97f1}
-MAKE_CORPUS=${MAKE_CORPUS:-$REPO/../shared/bench/make-corpus.sh}
 BENCH_OUT=${BENCH_OUT:-$REPO/bench/LATEST.md}
 AST_GREP_VERSION=0.51.1
 VENV=$CACHE/bench-venv
@@ -41,22 +39,10 @@ HOOKFENCE=$TARGET_DIR/release/hookfence
 PARSE_ONLY=$TARGET_DIR/release/examples/parse_only
 REV=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
 
-# 2. The pinned corpus: rebuilt only when the tree on disk does not hash to
-#    the pinned manifest (missing, edited, or files added or lost).
-have=$(python3 bench/driver.py corpus-hash "$CORPUS_DIR")
-if [[ $have != "$CORPUS_SHA256" ]]; then
-  say "corpus hash is $have, want $CORPUS_SHA256: rebuilding with $MAKE_CORPUS"
-  bash "$MAKE_CORPUS" "$CORPUS_DIR" >&2
-  have=$(python3 bench/driver.py corpus-hash "$CORPUS_DIR")
-  if [[ $have != "$CORPUS_SHA256" ]]; then
-    say "corpus hash after rebuild is $have, not the pinned $CORPUS_SHA256"
-    say "(set CORPUS_SHA256 to benchmark a different corpus on purpose)"
-    exit 2
-  fi
-else
-  say "corpus up to date (manifest_sha256=$have)"
-fi
-TREE=$CORPUS_DIR/tree
+# 2. The pinned corpus (bench/corpus.txt): a cached tree that does not hash
+#    to the pinned manifest (missing, edited, files added or lost) is rebuilt.
+TREE=$(python3 bench/corpus.py "$CORPUS_DIR") || exit 2
+CORPUS_SHA256=$(python3 bench/corpus.py --hash "$CORPUS_DIR")
 
 # 3. A pinned ast-grep in its own venv.
 if [[ ! -x $VENV/bin/ast-grep ]] ||

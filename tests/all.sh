@@ -7,26 +7,28 @@
 #     (tests/torch/run.sh; ~2.5 GB of wheels cached in ~/.cache/hookfence)
 #   - packaging: the wheel, `pip install .`, pre-commit (tests/packaging/run.sh)
 #   - corpus: --all-hooks --apply over ~9,000 real files, checked file by file
-#     (tests/corpus/run.sh; the corpus comes from ../shared/bench/make-corpus.sh)
+#     (tests/corpus/run.sh; the pinned corpus of bench/corpus.txt, made by
+#     bench/corpus.py in ~/.cache/hookfence/corpus)
 #   - prefilter: the prefilter plans exactly what a full parse plans
 #     (tests/prefilter/run.sh, on the same corpus)
+#   - clone: `git clone` of the committed HEAD into an empty directory and the
+#     corpus tier there (tests/clone/run.sh): a clone needs nothing beside it
 #   - properties: the proptest properties at 1,000 cases each
 #   - cargo test --all-targets: unit, fixture/snapshot, CLI, pty, property,
 #     fault and real-world tests; run last so its summary closes the log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never} INSTA_UPDATE=${INSTA_UPDATE:-no}
-cache=${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}
 
 failed=()
 tier() {
-  local name=$1
+  local name=$1 start=$SECONDS
   shift
   echo "=== tier: $name"
   if "$@"; then
-    echo "=== tier: $name: ok"
+    echo "=== tier: $name: ok ($((SECONDS - start)) s)"
   else
-    echo "=== tier: $name: FAILED"
+    echo "=== tier: $name: FAILED ($((SECONDS - start)) s)"
     failed+=("$name")
   fi
 }
@@ -35,12 +37,8 @@ cargo build --release --quiet || exit 1
 tier "real torch" bash tests/torch/run.sh
 tier "packaging" bash tests/packaging/run.sh
 tier "corpus" bash tests/corpus/run.sh
-if [ -d "${CORPUS_DIR:-$cache/corpus}/tree" ]; then
-  tier "prefilter" bash tests/prefilter/run.sh "${CORPUS_DIR:-$cache/corpus}/tree"
-else
-  echo "=== tier: prefilter: FAILED (no corpus tree)"
-  failed+=("prefilter")
-fi
+tier "prefilter" bash tests/prefilter/run.sh
+tier "clone" bash tests/clone/run.sh
 
 tier "properties (1,000 cases each)" env PROPTEST_CASES=1000 cargo test --quiet --test properties
 

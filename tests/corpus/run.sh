@@ -4,36 +4,25 @@
 # checked against a pristine copy by tests/corpus/check.py. Minutes, not hours.
 #
 # Usage: bash tests/corpus/run.sh
-# Env:   HOOKFENCE_SHARED  the shared/ directory holding bench/make-corpus.sh
-#                          (default: ../shared beside the repository root)
-#        HOOKFENCE_CACHE   cache root (default ~/.cache/hookfence); the corpus
-#                          is built in $HOOKFENCE_CACHE/corpus
+# Env:   HOOKFENCE_CACHE   cache root (default ~/.cache/hookfence); the corpus
+#                          lives in $HOOKFENCE_CACHE/corpus
 #        CORPUS_DIR        corpus location (overrides the above)
 #        KEEP_WORK=1       keep the temporary copies and print where they are
-# Needs: cargo, python3 with pip (make-corpus.sh downloads hash-pinned wheels
-# from PyPI once).
-# Ends with `N passed, M failed` (one case per corpus file plus the whole-tree
-# checks); exits 1 if any failed.
+# Needs: cargo, python3 with pip (bench/corpus.py downloads the wheels pinned
+# in bench/corpus.txt from PyPI once, and rebuilds the cached tree whenever it
+# does not hash to the pinned manifest).
+# First runs tests/corpus/test_cache.py (bench/corpus.py on a tiny local
+# corpus), then ends with `N passed, M failed` (one case per corpus file plus
+# the whole-tree checks); exits 1 if any failed, 2 if there is no corpus.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
-
-SHARED=${HOOKFENCE_SHARED:-}
-if [ -z "$SHARED" ]; then
-  top=$(git rev-parse --show-toplevel 2>/dev/null || echo "$REPO")
-  for candidate in "$top/../shared" "$REPO/../shared"; do
-    if [ -f "$candidate/bench/make-corpus.sh" ]; then SHARED=$candidate; break; fi
-  done
-fi
-if [ -z "$SHARED" ] || [ ! -f "$SHARED/bench/make-corpus.sh" ]; then
-  echo "corpus: no shared/bench/make-corpus.sh (set HOOKFENCE_SHARED)" >&2
-  exit 2
-fi
 CACHE=${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}
 CORPUS_DIR=${CORPUS_DIR:-$CACHE/corpus}
 
-echo "corpus: building $CORPUS_DIR with $SHARED/bench/make-corpus.sh" >&2
-bash "$SHARED/bench/make-corpus.sh" "$CORPUS_DIR"
+echo "corpus: bench/corpus.py on a tiny local corpus (tests/corpus/test_cache.py)" >&2
+python3 tests/corpus/test_cache.py
+TREE=$(python3 bench/corpus.py "$CORPUS_DIR") || exit 2
 
 echo "corpus: building hookfence (release)" >&2
 cargo build --release --quiet --bin hookfence
@@ -47,4 +36,4 @@ else
   trap 'rm -rf "$WORK"' EXIT
 fi
 python3 "$REPO/tests/corpus/check.py" --bin "$TARGET_DIR/release/hookfence" \
-  --corpus "$CORPUS_DIR/tree" --work "$WORK"
+  --corpus "$TREE" --work "$WORK"

@@ -6,6 +6,8 @@
 #     venv (no index) and the installed `hookfence` is run from PATH on
 #     examples/offload_project (dry run, --check, -q) and on a copy of it
 #     (--apply, then --check passes and a second --apply changes nothing).
+#     The wheel carries LICENSE-MIT and LICENSE-APACHE (dist-info/licenses/,
+#     same bytes, named in METADATA); `cargo package --list` has them too.
 #  2. `pip install <checkout>` into another fresh venv (pip builds the wheel
 #     through maturin's PEP 517 backend) gives a working `hookfence` too.
 #  3. The checkout's working tree is copied into a git repository with one
@@ -245,12 +247,41 @@ fi
 if [[ -n $WHEEL ]]; then
   run "$PYTHON" -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$WHEEL"
   expect_in "the wheel carries the executable as a script" "$LAST_OUT" "hookfence-$VERSION.data/scripts/hookfence" || true
+  # The licence texts, byte for byte, where PEP 639 puts them, and named in
+  # the metadata.
+  for licence in LICENSE-MIT LICENSE-APACHE; do
+    run "$PYTHON" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+      "$WHEEL" "hookfence-$VERSION.dist-info/licenses/$licence"
+    if [[ $RC == 0 ]] && cmp -s "$LAST_OUT" "$ROOT/$licence"; then
+      ok "the wheel carries $licence as hookfence-$VERSION.dist-info/licenses/$licence"
+    else
+      not_ok "the wheel carries $licence as hookfence-$VERSION.dist-info/licenses/$licence" "exit $RC, or not the same bytes as $licence"
+    fi
+  done
+  run "$PYTHON" -c 'import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))' \
+    "$WHEEL" "hookfence-$VERSION.dist-info/METADATA"
+  expect_in "the wheel's METADATA names LICENSE-MIT" "$LAST_OUT" "License-File: LICENSE-MIT" || true
+  expect_in "the wheel's METADATA names LICENSE-APACHE" "$LAST_OUT" "License-File: LICENSE-APACHE" || true
+  expect_in "the wheel's METADATA has the licence expression" "$LAST_OUT" "MIT OR Apache-2.0" || true
 
   VENV_WHEEL=$WORK/venv-wheel
   if expect_rc "fresh venv for the wheel" 0 "$PYTHON" -m venv "$VENV_WHEEL" &&
     expect_rc "pip install the wheel (no index)" 0 "$VENV_WHEEL/bin/python" -m pip install --no-index "$WHEEL"; then
     smoke "$VENV_WHEEL" wheel
   fi
+fi
+
+# --- 1b. the crate ------------------------------------------------------------
+
+echo "# 1b. cargo package --list: what a crate upload would carry" "(${SECONDS}s)"
+if expect_rc "cargo package --list" 0 env -C "$ROOT" cargo package --list --allow-dirty --offline; then
+  for licence in LICENSE-MIT LICENSE-APACHE; do
+    if grep -qx -- "$licence" "$LAST_OUT"; then
+      ok "the crate includes $licence"
+    else
+      not_ok "the crate includes $licence"
+    fi
+  done
 fi
 
 # --- 2. pip install . ------------------------------------------------------

@@ -7,12 +7,20 @@
 # and summary. Checked for the default vocabulary and --all-hooks, and with
 # 1 and 2 threads (output must not depend on the thread count).
 #
-# Usage: tests/prefilter/run.sh CORPUS_TREE   (built by ../shared/bench/make-corpus.sh)
+# Usage: bash tests/prefilter/run.sh [CORPUS_TREE]
+#   CORPUS_TREE defaults to the pinned corpus, made (or checked: a cached tree
+#   that does not hash to the pinned manifest is rebuilt) by bench/corpus.py in
+#   ${CORPUS_DIR:-$HOOKFENCE_CACHE/corpus}.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-tree=${1:?usage: tests/prefilter/run.sh CORPUS_TREE}
-bin=target/release/hookfence
-[ -x "$bin" ] || cargo build --release --quiet
+if [ $# -gt 0 ]; then
+  tree=$1
+else
+  tree=$(python3 bench/corpus.py ${CORPUS_DIR:+"$CORPUS_DIR"}) || exit 2
+fi
+cargo build --release --quiet --bin hookfence
+bin=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/release/hookfence
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
