@@ -76,10 +76,26 @@ pub struct Candidate {
     pub owner: Option<Owner>,
     /// Where it is handed to a register call, if it is.
     pub registered_at: Option<Position>,
+    /// The backward registrar (`register_full_backward_hook`, ...) it is
+    /// handed to, when every register call that takes it is a backward one.
+    pub backward: Option<String>,
     pub fence: FenceState,
     pub target: Target,
     /// The first sign of offload work in its body, in words.
     pub evidence: Option<String>,
+}
+
+impl Candidate {
+    /// A register call takes it: the first one is where it is registered,
+    /// and it stays a backward hook only while every one is backward.
+    fn note_registration(&mut self, at: Position, backward: Option<String>) {
+        if self.registered_at.is_none() {
+            self.registered_at = Some(at);
+            self.backward = backward;
+        } else if backward.is_none() {
+            self.backward = None;
+        }
+    }
 }
 
 /// A register call whose hook cannot be found statically.
@@ -913,7 +929,8 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
                 if let (Some(call), Some(arguments)) =
                     (capture(captures, qr.call), capture(captures, qr.arguments))
                 {
-                    registrations.push((call, arguments));
+                    let backward = capture(captures, qr.backward).is_some();
+                    registrations.push((call, arguments, backward));
                 }
             }
         },
@@ -927,7 +944,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
     }
     fullgraph.sort();
     hook_methods.sort_by_key(|(_, def)| def.start_byte());
-    registrations.sort_by_key(|(call, _)| call.start_byte());
+    registrations.sort_by_key(|(call, _, _)| call.start_byte());
 
     let import_at = import_insertion_point(root, text);
     if hook_methods.is_empty() && registrations.is_empty() {
@@ -1016,7 +1033,7 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
         candidates.insert(def.start_byte(), candidate);
     }
 
-    for (call, arguments) in registrations {
+    for (call, arguments, backward) in registrations {
         let at = position(call, text);
         let method = call
             .child_by_field_name("function")
@@ -1038,24 +1055,25 @@ pub fn analyze(tree: &Tree, text: &str, vocabulary: &Vocabulary, anchored: bool)
             });
             continue;
         };
+        let backward = backward.then(|| method.to_owned());
         match resolve_hook(&ctx, hook, call, 0) {
             Resolved::Def(def) => {
                 let entry = candidates
                     .entry(def.start_byte())
                     .or_insert_with(|| def_candidate(&ctx, def));
-                entry.registered_at.get_or_insert(at);
+                entry.note_registration(at, backward);
             }
             Resolved::Lambda(lambda) => {
                 let entry = candidates
                     .entry(lambda.start_byte())
                     .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
-                entry.registered_at.get_or_insert(at);
+                entry.note_registration(at, backward);
             }
             Resolved::FencedInPlace(expression, spelling) => {
                 let mut candidate =
                     lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
                 candidate.qualname = strip_space(node_text(expression, text));
-                candidate.registered_at = Some(at);
+                candidate.note_registration(at, backward);
                 candidates
                     .entry(expression.start_byte())
                     .or_insert(candidate);
@@ -1391,6 +1409,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         span: (span_start, def.end_byte()),
         owner: None,
         registered_at: None,
+        backward: None,
         fence,
         target: Target::Def {
             insert_at,
@@ -1455,6 +1474,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         span: (lambda.start_byte(), lambda.end_byte()),
         owner: None,
         registered_at: None,
+        backward: None,
         fence,
         target: Target::Lambda {
             start: lambda.start_byte(),
