@@ -733,6 +733,37 @@ fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
 }
 
 #[test]
+fn backward_hooks_without_offload_work_are_not_offload_and_all_hooks_does_not_fence_them() {
+    let logging = "import logging\n\nlog = logging.getLogger(__name__)\n\n\ndef grads(module, grad_input, grad_output):\n    log.info(\"%s\", [g.norm().item() for g in grad_output])\n\n\ndef watch(layer):\n    layer.register_full_backward_hook(grads)\n";
+    let p = Project::new(&[("watch.py", logging.as_bytes())]);
+    let before = p.snapshot();
+    let run = p.run(&["--check"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains(
+            "watch.py:6:1: skipped grads: not offload: no device move, cast, stream sync or delegation in its body (registered with register_full_backward_hook at watch.py:11); backward hooks are never fenced"
+        ),
+        "{run}"
+    );
+    let list = p.run(&["--list"]);
+    assert!(
+        list.stdout_str()
+            .contains("watch.py:6:1  not-offload  grads"),
+        "{list}"
+    );
+    // --all-hooks fences every forward hook, but a backward one stays listed.
+    p.run(&["--check", "--all-hooks"]).expect_code(0);
+    p.run(&["--apply", "--all-hooks"]).expect_code(0);
+    let list = p.run(&["--list", "--all-hooks"]);
+    assert!(
+        list.stdout_str()
+            .contains("watch.py:6:1  backward  grads  --all-hooks"),
+        "{list}"
+    );
+    before.assert_same(&p.snapshot(), "--apply --all-hooks on a backward hook");
+}
+
+#[test]
 fn check_and_apply_together_is_a_usage_error() {
     let p = Project::new(&[("a.py", HOOK.as_bytes())]);
     let before = p.snapshot();
