@@ -28,7 +28,9 @@
 #    The backward-hook experiment: compile_backward.py on the decorate tree's
 #    hookfence_block_swap.py (hooks as hookfence left them, and fenced),
 #    trained with torch.compile with and without compiled autograd, judged by
-#    verdict_backward.py.
+#    verdict_backward.py; as negative controls, the verdict must fail on the
+#    summary doctored by doctor_backward.py (a hook fenced in the file, a
+#    fence that costs no graph break).
 # Prints PASS/FAIL per check and, last, "N passed, M failed"; exits 1 on any
 # failure. The figures go to stdout and to $CACHE/torch-tier/ (JSON + table).
 # HOOKFENCE_KEEP=1 keeps the temp dir.
@@ -188,6 +190,13 @@ if TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-backward" in_tree "$WORK/decorate" \
   cp "$WORK/backward.json" "$CACHE/torch-tier/backward.json"
   "$PY" "$HERE/verdict_backward.py" "$WORK/backward.json" --label decorate \
     --checks "$CHECKS" --table "$CACHE/torch-tier/backward.md" || true
+  # Negative controls: the verdict must fail on a summary where hookfence
+  # had fenced a hook, or where a fence costs nothing under compiled autograd.
+  for kind in fenced free-fence; do
+    "$PY" "$HERE/doctor_backward.py" "$WORK/backward.json" "$WORK/backward-$kind.json" "$kind"
+    check_fails "backward: the verdict fails on a summary doctored to $kind" \
+      "$PY" "$HERE/verdict_backward.py" "$WORK/backward-$kind.json"
+  done
 else
   fail "decorate: compile_backward.py ran" "compile-backward"
   tail -25 "$WORK/logs/compile-backward.err"
