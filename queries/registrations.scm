@@ -1,16 +1,25 @@
-; Calls that register a forward hook with torch.
+; Calls that register a module hook with torch.
 ;
 ; Captures:
 ;   @registration.call       the whole call
 ;   @registration.method     the registrar's name (bare or after a dot)
 ;   @registration.arguments  its argument_list; Rust takes the first positional
 ;                            argument or `hook=`
+;   @registration.backward   the whole call again, when the registrar is a
+;                            backward one (second pattern)
 ;
-; Matches `m.register_forward_pre_hook(...)`, `m.register_forward_hook(...)`
+; First pattern (forward; the configuration's `registrars` are added to its
+; `#any-of?`): `m.register_forward_pre_hook(...)`, `m.register_forward_hook(...)`
 ; and the global `register_module_forward_pre_hook(...)` /
 ; `register_module_forward_hook(...)`, bare or dotted
 ; (`torch.nn.modules.module.register_module_forward_hook`).
-; Left out: backward hooks, state-dict hooks, and diffusers' / accelerate's own
+; Second pattern (backward): `m.register_full_backward_pre_hook(...)`,
+; `m.register_full_backward_hook(...)` and the global
+; `register_module_full_backward_pre_hook(...)` /
+; `register_module_full_backward_hook(...)`. Every one of them takes the hook
+; first or as `hook=`, like the forward ones.
+; Left out: the deprecated non-full `register_backward_hook`, tensor hooks
+; (`Tensor.register_hook`), state-dict hooks, and diffusers' / accelerate's own
 ; registries (`HookRegistry.register_hook`, `add_hook_to_module`), whose hooks
 ; are ModelHook subclasses and are found through the class rules instead.
 (call
@@ -24,3 +33,15 @@
     "register_forward_hook"
     "register_module_forward_pre_hook"
     "register_module_forward_hook")) @registration.call
+
+(call
+  function: [
+    (identifier) @registration.method
+    (attribute attribute: (identifier) @registration.method)
+  ]
+  arguments: (argument_list) @registration.arguments
+  (#any-of? @registration.method
+    "register_full_backward_pre_hook"
+    "register_full_backward_hook"
+    "register_module_full_backward_pre_hook"
+    "register_module_full_backward_hook")) @registration.call @registration.backward

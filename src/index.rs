@@ -340,6 +340,12 @@ impl ModuleFacts {
             ) else {
                 return;
             };
+            // Backward hooks are listed, never fenced (see
+            // `resolve::BACKWARD_NOT_FENCED`): one the matcher cannot follow
+            // stays unresolved rather than becoming a forward hook here.
+            if capture(captures, compiled.registrations.backward).is_some() {
+                return;
+            }
             let method = call
                 .child_by_field_name("function")
                 .map(|f| match f.child_by_field_name("attribute") {

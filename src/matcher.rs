@@ -88,6 +88,9 @@ pub struct Candidate {
     /// Whether its body does nothing: `pass`, `...`, a docstring, or returns
     /// its own parameters (a protocol base's pass-through).
     pub trivial: bool,
+    /// The backward registrar (`register_full_backward_hook`, ...) it is
+    /// handed to, when every register call that takes it is a backward one.
+    pub backward: Option<String>,
     pub fence: FenceState,
     pub target: Target,
     /// The signs in its own body, counted or discounted (see
@@ -99,6 +102,19 @@ impl Candidate {
     /// The first sign in its own body that counts as offload work.
     pub fn own_evidence(&self) -> Option<&crate::evidence::Sign> {
         self.signs.iter().find(|s| s.counts())
+    }
+}
+
+impl Candidate {
+    /// A register call takes it: the first one is where it is registered,
+    /// and it stays a backward hook only while every one is backward.
+    fn note_registration(&mut self, at: Position, backward: Option<String>) {
+        if self.registered_at.is_none() {
+            self.registered_at = Some(at);
+            self.backward = backward;
+        } else if backward.is_none() {
+            self.backward = None;
+        }
     }
 }
 
@@ -945,7 +961,8 @@ pub fn analyze_with(
                 if let (Some(call), Some(arguments)) =
                     (capture(captures, qr.call), capture(captures, qr.arguments))
                 {
-                    registrations.push((call, arguments));
+                    let backward = capture(captures, qr.backward).is_some();
+                    registrations.push((call, arguments, backward));
                 }
             }
         },
@@ -959,7 +976,7 @@ pub fn analyze_with(
     }
     fullgraph.sort();
     hook_methods.sort_by_key(|(_, def)| def.start_byte());
-    registrations.sort_by_key(|(call, _)| call.start_byte());
+    registrations.sort_by_key(|(call, _, _)| call.start_byte());
 
     let import_at = import_insertion_point(root, text);
     if hook_methods.is_empty() && registrations.is_empty() && discovered.is_empty() {
@@ -1048,7 +1065,7 @@ pub fn analyze_with(
         candidates.insert(def.start_byte(), candidate);
     }
 
-    for (call, arguments) in registrations {
+    for (call, arguments, backward) in registrations {
         let at = position(call, text);
         let method = call
             .child_by_field_name("function")
@@ -1070,24 +1087,25 @@ pub fn analyze_with(
             });
             continue;
         };
+        let backward = backward.then(|| method.to_owned());
         match resolve_hook(&ctx, hook, call, 0) {
             Resolved::Def(def) => {
                 let entry = candidates
                     .entry(def.start_byte())
                     .or_insert_with(|| def_candidate(&ctx, def));
-                entry.registered_at.get_or_insert(at);
+                entry.note_registration(at, backward);
             }
             Resolved::Lambda(lambda) => {
                 let entry = candidates
                     .entry(lambda.start_byte())
                     .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
-                entry.registered_at.get_or_insert(at);
+                entry.note_registration(at, backward);
             }
             Resolved::FencedInPlace(expression, spelling) => {
                 let mut candidate =
                     lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
                 candidate.qualname = strip_space(node_text(expression, text));
-                candidate.registered_at = Some(at);
+                candidate.note_registration(at, backward);
                 candidates
                     .entry(expression.start_byte())
                     .or_insert(candidate);
@@ -1450,6 +1468,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         registered_at: None,
         discovered: None,
         trivial: is_trivial(def, text),
+        backward: None,
         fence,
         target: Target::Def {
             insert_at,
@@ -1570,6 +1589,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         registered_at: None,
         discovered: None,
         trivial: false,
+        backward: None,
         fence,
         target: Target::Lambda {
             start: lambda.start_byte(),

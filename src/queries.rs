@@ -118,6 +118,8 @@ pub struct Functions {
 pub struct Registrations {
     pub call: u32,
     pub arguments: u32,
+    /// Present when the registrar is a backward one.
+    pub backward: u32,
 }
 
 impl Registrations {
@@ -125,6 +127,7 @@ impl Registrations {
         Registrations {
             call: combined.capture("registration.call"),
             arguments: combined.capture("registration.arguments"),
+            backward: combined.capture("registration.backward"),
         }
     }
 }
@@ -356,7 +359,7 @@ mod tests {
         let parts: Vec<usize> = (0..combined.query.pattern_count())
             .map(|p| combined.part(p))
             .collect();
-        assert_eq!(parts, [0, 1, 2]);
+        assert_eq!(parts, [0, 1, 2, 2]);
         // Every capture name belongs to exactly one part of each combined
         // query hookfence runs, so looking it up in the whole is unambiguous.
         let vocabulary = crate::vocabulary::Vocabulary::default();
@@ -420,8 +423,9 @@ mod tests {
         );
         assert_eq!(
             count(&registrations, "m.register_full_backward_hook(f)\n"),
-            0
+            1
         );
+        assert_eq!(count(&registrations, "m.register_backward_hook(f)\n"), 0);
         assert_eq!(count(&registrations, "'m.register_forward_hook(f)'\n"), 0);
 
         let evidence = &q.offload_evidence.compiled;

@@ -269,8 +269,20 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
             let c = &site.candidate;
             let what = match &site.status {
                 Status::NotOffload => format!(
-                    "skipped {}: not offload: no device move, cast, stream sync or delegation in its body ({}); --all-hooks fences it",
-                    c.qualname, site.why_hook
+                    "skipped {}: not offload: no device move, cast, stream sync or delegation in its body ({}); {}",
+                    c.qualname,
+                    site.why_hook,
+                    if c.backward.is_some() {
+                        "backward hooks are never fenced"
+                    } else {
+                        "--all-hooks fences it"
+                    }
+                ),
+                Status::Backward { evidence, .. } => format!(
+                    "skipped {}: backward hook that {evidence} ({}); {}",
+                    c.qualname,
+                    site.why_hook,
+                    crate::resolve::BACKWARD_NOT_FENCED
                 ),
                 Status::OptedOut { line } => format!(
                     "skipped {}: opted out by the commented-out disable decorator on line {line}",
@@ -359,6 +371,7 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     let not_offload = count(|s| matches!(s, Status::NotOffload));
     let opted_out = count(|s| matches!(s, Status::OptedOut { .. }));
     let declined = count(|s| matches!(s, Status::Declined { .. }));
+    let backward = count(|s| matches!(s, Status::Backward { .. }));
     let unresolved: usize = analysis.files.iter().map(|f| f.unresolved.len()).sum();
     let changed = analysis
         .files
@@ -389,8 +402,17 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     } else {
         head
     };
+    // Only a tree with offload backward hooks names them.
+    let backward = if backward > 0 {
+        format!(
+            ", {} left unfenced",
+            plural(backward, "backward hook", "backward hooks")
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{head} ({fenced} already fenced, {not_offload} not offload, {opted_out} opted out, {unresolved} unresolved; {} scanned, {} skipped)",
+        "{head} ({fenced} already fenced, {not_offload} not offload, {opted_out} opted out{backward}, {unresolved} unresolved; {} scanned, {} skipped)",
         plural(analysis.scanned, "file", "files"),
         analysis.errors.len(),
     )

@@ -30,6 +30,9 @@ fn reason(site: &HookSite) -> String {
         Status::Declined { evidence, .. } => {
             format!("{evidence}; left unfenced in review; {why}")
         }
+        Status::Backward { evidence, .. } => {
+            format!("{evidence}; {}; {why}", crate::resolve::BACKWARD_NOT_FENCED)
+        }
     }
 }
 

@@ -22,6 +22,12 @@ pub enum Status {
     /// An offload hook the review (`--interactive`, `--replay`) left
     /// unfenced; `note` tells the user why.
     Declined { evidence: String, note: String },
+    /// A hook only ever registered as a module backward hook that does
+    /// offload work (or any, with `--all-hooks`): listed, never fenced.
+    /// Under torch.compile dynamo does not trace module backward hooks
+    /// without compiled autograd, and with it a fence adds a graph break per
+    /// call (tests/torch/RESULTS.md, "Backward hooks").
+    Backward { evidence: String, registrar: String },
 }
 
 impl Status {
@@ -34,9 +40,14 @@ impl Status {
             Status::OptedOut { .. } => "opted-out",
             Status::Suppressed { .. } => "suppressed",
             Status::Declined { .. } => "declined",
+            Status::Backward { .. } => "backward",
         }
     }
 }
+
+/// Why a backward hook is listed and not fenced, as `--list` and the notes
+/// say it.
+pub const BACKWARD_NOT_FENCED: &str = "backward hooks are not fenced: dynamo does not trace them without compiled autograd, and with it a fence adds a graph break per call";
 
 /// A hook found in a file, with what hookfence makes of it.
 #[derive(Debug, Clone)]
@@ -159,14 +170,23 @@ pub fn decide(
         }
         why.push(format!("hook protocol method, {found}"));
     }
-    if let Some(at) = candidate.registered_at {
-        why.push(format!("registered at {}:{}", path.display(), at.line));
+    match (candidate.registered_at, &candidate.backward) {
+        (Some(at), Some(registrar)) => why.push(format!(
+            "registered with {registrar} at {}:{}",
+            path.display(),
+            at.line
+        )),
+        (Some(at), None) => why.push(format!("registered at {}:{}", path.display(), at.line)),
+        (None, _) => {}
     }
     if let Some(found) = &candidate.discovered
         && !(candidate.registered_at.is_some() && found.starts_with("registered at"))
     {
         why.push(found.clone());
     }
+    // A protocol hook that is also registered for backward stays a forward
+    // hook.
+    let backward = candidate.backward.clone().filter(|_| lineage.is_empty());
     if why.is_empty() {
         return None;
     }
@@ -235,6 +255,15 @@ pub fn decide(
                 .chain(lineage.iter().map(String::as_str))
                 .find(|name| name.to_ascii_lowercase().contains("offload"));
             match (&described, named) {
+                (Some(evidence), _) if let Some(registrar) = backward => Status::Backward {
+                    evidence: evidence.clone(),
+                    registrar,
+                },
+                (None, _) if all_hooks && let Some(registrar) = backward => Status::Backward {
+                    evidence: "--all-hooks".to_owned(),
+                    registrar,
+                },
+                (None, _) if backward.is_some() => Status::NotOffload,
                 (Some(evidence), _) => Status::Unfenced {
                     evidence: evidence.clone(),
                 },

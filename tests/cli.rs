@@ -696,6 +696,73 @@ fn check_with_all_hooks_counts_hooks_without_offload_work() {
     p.run(&["--check", "--all-hooks"]).expect_code(1);
 }
 
+const BACKWARD_SWAP: &str = "import torch\n\n\ndef evict(module, grad_input, grad_output):\n    module.to(\"cpu\", non_blocking=True)\n\n\ndef attach(block):\n    block.register_full_backward_hook(evict)\n";
+
+#[test]
+fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
+    // tests/torch/RESULTS.md ("Backward hooks"): fencing a backward hook
+    // changes nothing without compiled autograd and adds graph breaks with
+    // it, so hookfence names it and leaves it alone, even with --all-hooks.
+    let p = Project::new(&[("swap.py", BACKWARD_SWAP.as_bytes())]);
+    let before = p.snapshot();
+    for args in [&["--check"][..], &["--check", "--all-hooks"], &["--apply"]] {
+        let run = p.run(args);
+        run.expect_code(0);
+        assert!(
+            run.summary().contains("1 backward hook left unfenced"),
+            "{args:?}\n{run}"
+        );
+        assert!(
+            run.stderr.contains(
+                "swap.py:4:1: skipped evict: backward hook that moves or casts module state via .to(...) (registered with register_full_backward_hook at swap.py:9); backward hooks are not fenced"
+            ),
+            "{args:?}\n{run}"
+        );
+    }
+    before.assert_same(&p.snapshot(), "--apply on a backward hook");
+    let list = p.run(&["--list"]);
+    list.expect_code(0);
+    assert!(
+        list.stdout_str().contains("swap.py:4:1  backward  evict  moves or casts module state via .to(...); backward hooks are not fenced"),
+        "{list}"
+    );
+    let run = p.run(&["--format", "json", "."]);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["sites"][0]["status"], "backward", "{run}");
+    assert_eq!(doc["summary"]["unfenced"], 0, "{run}");
+}
+
+#[test]
+fn backward_hooks_without_offload_work_are_not_offload_and_all_hooks_does_not_fence_them() {
+    let logging = "import logging\n\nlog = logging.getLogger(__name__)\n\n\ndef grads(module, grad_input, grad_output):\n    log.info(\"%s\", [g.norm().item() for g in grad_output])\n\n\ndef watch(layer):\n    layer.register_full_backward_hook(grads)\n";
+    let p = Project::new(&[("watch.py", logging.as_bytes())]);
+    let before = p.snapshot();
+    let run = p.run(&["--check"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains(
+            "watch.py:6:1: skipped grads: not offload: no device move, cast, stream sync or delegation in its body (registered with register_full_backward_hook at watch.py:11); backward hooks are never fenced"
+        ),
+        "{run}"
+    );
+    let list = p.run(&["--list"]);
+    assert!(
+        list.stdout_str()
+            .contains("watch.py:6:1  not-offload  grads"),
+        "{list}"
+    );
+    // --all-hooks fences every forward hook, but a backward one stays listed.
+    p.run(&["--check", "--all-hooks"]).expect_code(0);
+    p.run(&["--apply", "--all-hooks"]).expect_code(0);
+    let list = p.run(&["--list", "--all-hooks"]);
+    assert!(
+        list.stdout_str()
+            .contains("watch.py:6:1  backward  grads  --all-hooks"),
+        "{list}"
+    );
+    before.assert_same(&p.snapshot(), "--apply --all-hooks on a backward hook");
+}
+
 #[test]
 fn check_and_apply_together_is_a_usage_error() {
     let p = Project::new(&[("a.py", HOOK.as_bytes())]);

@@ -47,6 +47,7 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                     )
                 }
                 Status::Declined { note, .. } => format!("declined ({note})"),
+                Status::Backward { evidence, .. } => format!("backward, not fenced ({evidence})"),
             };
             out.push_str(&format!(
                 "{}:{} {} {status} [{}]\n",

@@ -13,7 +13,9 @@
 #      decorate/  hookfence --apply                 (default strategy)
 #      wrap/      hookfence --apply --strategy wrap (when --help lists --strategy)
 #    Each tree also gets tests/torch/plain_hook.py as hookfence_plain_hook.py,
-#    so hookfence fences a plain register_forward_pre_hook hook too. When
+#    so hookfence fences a plain register_forward_pre_hook hook too, and
+#    tests/torch/block_swap.py as hookfence_block_swap.py, whose two backward
+#    hooks hookfence must list and leave unfenced. When
 #    --help lists --emit-pytest, each --apply also writes
 #    <tree>/test_hookfence_fences.py.
 # 3. Checks, run with the venv's python and PYTHONPATH=<tree>:
@@ -23,6 +25,12 @@
 #    compile_offload.py per tree judged by verdict.py, and negative controls:
 #    with one fence line removed from hooks.py, the marker check and the
 #    emitted pytest must fail (exit 1).
+#    The backward-hook experiment: compile_backward.py on the decorate tree's
+#    hookfence_block_swap.py (hooks as hookfence left them, and fenced),
+#    trained with torch.compile with and without compiled autograd, judged by
+#    verdict_backward.py; as negative controls, the verdict must fail on the
+#    summary doctored by doctor_backward.py (a hook fenced in the file, a
+#    fence that costs no graph break).
 # Prints PASS/FAIL per check and, last, "N passed, M failed"; exits 1 on any
 # failure. The figures go to stdout and to $CACHE/torch-tier/ (JSON + table).
 # HOOKFENCE_KEEP=1 keeps the temp dir.
@@ -97,6 +105,7 @@ make_tree() {
   mkdir -p "$WORK/$1"
   "$PY" -m zipfile -e "$wheel" "$WORK/$1"
   cp "$HERE/plain_hook.py" "$WORK/$1/hookfence_plain_hook.py"
+  cp "$HERE/block_swap.py" "$WORK/$1/hookfence_block_swap.py"
 }
 
 # ---- trees ----------------------------------------------------------------
@@ -116,10 +125,16 @@ for s in "${STRATEGIES[@]}"; do
   [[ $EMIT_PYTEST == 1 ]] && emit=(--emit-pytest "$WORK/$s/test_hookfence_fences.py")
   # shellcheck disable=SC2086 # APPLY holds whole option words
   check "$s: hookfence --apply${APPLY[$s]}" \
-    "$HOOKFENCE" --apply ${APPLY[$s]} "${emit[@]}" "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py"
+    "$HOOKFENCE" --apply ${APPLY[$s]} "${emit[@]}" "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py" \
+    "$WORK/$s/hookfence_block_swap.py"
   # shellcheck disable=SC2086
   check "$s: hookfence --check${APPLY[$s]} after --apply" \
-    "$HOOKFENCE" --check ${APPLY[$s]} "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py"
+    "$HOOKFENCE" --check ${APPLY[$s]} "$WORK/$s/accelerate" "$WORK/$s/hookfence_plain_hook.py" \
+    "$WORK/$s/hookfence_block_swap.py"
+  check "$s: --apply leaves the backward hooks' file as it was" \
+    cmp "$HERE/block_swap.py" "$WORK/$s/hookfence_block_swap.py"
+  check "$s: --list names both backward hooks as backward" \
+    bash -c '[[ "$("$1" --list "$2" | grep -c "  backward  ")" == 2 ]]' _ "$HOOKFENCE" "$WORK/$s/hookfence_block_swap.py"
 done
 
 # ---- markers, helper module, emitted pytest -------------------------------
@@ -166,6 +181,27 @@ else
   fail "prefix: compile experiment produced a summary" "compile-prefix"
 fi
 
+# ---- backward hooks: block swapping, with and without compiled autograd --
+echo "run.sh: backward-hook experiment on decorate/ ..."
+if TORCHINDUCTOR_CACHE_DIR="$WORK/inductor-backward" in_tree "$WORK/decorate" \
+  "$PY" "$HERE/compile_backward.py" "$WORK/decorate" --json "$WORK/backward.json" \
+  >"$WORK/logs/compile-backward.log" 2>"$WORK/logs/compile-backward.err"; then
+  grep '^# ' "$WORK/logs/compile-backward.err" || true
+  cp "$WORK/backward.json" "$CACHE/torch-tier/backward.json"
+  "$PY" "$HERE/verdict_backward.py" "$WORK/backward.json" --label decorate \
+    --checks "$CHECKS" --table "$CACHE/torch-tier/backward.md" || true
+  # Negative controls: the verdict must fail on a summary where hookfence
+  # had fenced a hook, or where a fence costs nothing under compiled autograd.
+  for kind in fenced free-fence; do
+    "$PY" "$HERE/doctor_backward.py" "$WORK/backward.json" "$WORK/backward-$kind.json" "$kind"
+    check_fails "backward: the verdict fails on a summary doctored to $kind" \
+      "$PY" "$HERE/verdict_backward.py" "$WORK/backward-$kind.json"
+  done
+else
+  fail "decorate: compile_backward.py ran" "compile-backward"
+  tail -25 "$WORK/logs/compile-backward.err"
+fi
+
 # ---- negative controls: remove one fence, the checks must notice ----------
 for s in "${STRATEGIES[@]}"; do
   check "$s: remove one fence from hooks.py" "$PY" "$HERE/unfence_one.py" "$WORK/$s/accelerate/hooks.py"
@@ -184,6 +220,6 @@ if [[ $failed != 0 ]]; then
   echo "failed checks:"
   grep '^FAIL ' "$CHECKS" | sed 's/^/  /'
 fi
-echo "figures: $CACHE/torch-tier/results.md"
+echo "figures: $CACHE/torch-tier/results.md, $CACHE/torch-tier/backward.md"
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]
