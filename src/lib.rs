@@ -23,6 +23,7 @@ pub mod render;
 pub mod report;
 pub mod resolve;
 pub mod review;
+pub mod scope;
 pub mod source;
 pub mod vcs;
 pub mod vocabulary;
