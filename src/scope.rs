@@ -22,7 +22,7 @@
 //! loop around the offset, or in a function declaring the name `global`) may
 //! be in effect as well.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator};
@@ -145,6 +145,13 @@ pub struct Binding {
     pub deferred: bool,
 }
 
+/// Where a binding is: see the fields of [`Binding`] with these names.
+struct Extent {
+    node: Range<usize>,
+    point: usize,
+    holds_in: Range<usize>,
+}
+
 /// The bindings that can be in effect for a name at one place.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lookup {
@@ -164,9 +171,9 @@ pub struct SemanticModel {
     scopes: Vec<Scope>,
     bindings: Vec<Binding>,
     /// Binding ids by (scope, name), sorted by point.
-    by_name: HashMap<(ScopeId, String), Vec<BindingId>>,
+    by_name: BTreeMap<(ScopeId, String), Vec<BindingId>>,
     /// Scope of each scope-making node, by its byte range and kind.
-    by_node: HashMap<(usize, usize, u16), ScopeId>,
+    by_node: BTreeMap<(usize, usize, u16), ScopeId>,
     /// Whether a star import stands anywhere at module level.
     star_import: bool,
 }
@@ -507,13 +514,12 @@ impl SemanticModel {
         self.bindings.push(binding);
     }
 
+    /// Records a binding of the identifier `name`, made in `scope`.
     fn simple(
         &mut self,
         name: Node<'_>,
         kind: BindingKind,
-        node: Range<usize>,
-        point: usize,
-        holds_in: Range<usize>,
+        extent: Extent,
         scope: ScopeId,
         text: &str,
     ) {
@@ -522,9 +528,9 @@ impl SemanticModel {
                 name: text_of(name, text).to_owned(),
                 kind,
                 scope,
-                node,
-                point,
-                holds_in,
+                node: extent.node,
+                point: extent.point,
+                holds_in: extent.holds_in,
                 deferred: false,
             },
             scope,
@@ -541,9 +547,11 @@ impl SemanticModel {
             self.simple(
                 name,
                 BindingKind::Parameter,
-                name.byte_range(),
-                parameters.start_byte(),
-                def.byte_range(),
+                Extent {
+                    node: name.byte_range(),
+                    point: parameters.start_byte(),
+                    holds_in: def.byte_range(),
+                },
                 scope,
                 text,
             );
@@ -563,9 +571,11 @@ impl SemanticModel {
         self.simple(
             name,
             kind,
-            statement.byte_range(),
-            statement.end_byte(),
-            enclosing_block(statement),
+            Extent {
+                node: statement.byte_range(),
+                point: statement.end_byte(),
+                holds_in: enclosing_block(statement),
+            },
             scope,
             text,
         );
@@ -597,9 +607,11 @@ impl SemanticModel {
                     self.simple(
                         target,
                         kind.clone(),
-                        node.byte_range(),
-                        statement.end_byte(),
-                        in_block.clone(),
+                        Extent {
+                            node: node.byte_range(),
+                            point: statement.end_byte(),
+                            holds_in: in_block.clone(),
+                        },
                         scope,
                         text,
                     );
@@ -619,9 +631,11 @@ impl SemanticModel {
                         self.simple(
                             target,
                             BindingKind::LoopTarget,
-                            target.byte_range(),
-                            left.end_byte(),
-                            body.clone(),
+                            Extent {
+                                node: target.byte_range(),
+                                point: left.end_byte(),
+                                holds_in: body.clone(),
+                            },
                             scope,
                             text,
                         );
@@ -638,9 +652,11 @@ impl SemanticModel {
                         self.simple(
                             target,
                             BindingKind::LoopTarget,
-                            target.byte_range(),
-                            left.end_byte(),
-                            holds.clone(),
+                            Extent {
+                                node: target.byte_range(),
+                                point: left.end_byte(),
+                                holds_in: holds.clone(),
+                            },
                             scope,
                             text,
                         );
@@ -657,9 +673,11 @@ impl SemanticModel {
                     self.simple(
                         target,
                         BindingKind::WithTarget,
-                        target.byte_range(),
-                        node.end_byte(),
-                        body.clone(),
+                        Extent {
+                            node: target.byte_range(),
+                            point: node.end_byte(),
+                            holds_in: body.clone(),
+                        },
                         scope,
                         text,
                     );
@@ -682,9 +700,11 @@ impl SemanticModel {
                     self.simple(
                         target,
                         BindingKind::ExceptTarget,
-                        target.byte_range(),
-                        node.end_byte(),
-                        handler.clone(),
+                        Extent {
+                            node: target.byte_range(),
+                            point: node.end_byte(),
+                            holds_in: handler.clone(),
+                        },
                         scope,
                         text,
                     );
@@ -692,9 +712,11 @@ impl SemanticModel {
                     self.simple(
                         target,
                         BindingKind::ExceptCleared,
-                        clause.byte_range(),
-                        clause.end_byte(),
-                        0..0,
+                        Extent {
+                            node: clause.byte_range(),
+                            point: clause.end_byte(),
+                            holds_in: 0..0,
+                        },
                         scope,
                         text,
                     );
@@ -710,9 +732,11 @@ impl SemanticModel {
                 self.simple(
                     node,
                     BindingKind::Walrus,
-                    expression.byte_range(),
-                    expression.end_byte(),
-                    0..0,
+                    Extent {
+                        node: expression.byte_range(),
+                        point: expression.end_byte(),
+                        holds_in: 0..0,
+                    },
                     scope,
                     text,
                 );
@@ -728,9 +752,11 @@ impl SemanticModel {
                 self.simple(
                     node,
                     BindingKind::MatchCapture,
-                    node.byte_range(),
-                    point,
-                    holds,
+                    Extent {
+                        node: node.byte_range(),
+                        point,
+                        holds_in: holds,
+                    },
                     scope,
                     text,
                 );
@@ -801,9 +827,11 @@ impl SemanticModel {
             self.simple(
                 bound,
                 BindingKind::Import { path },
-                statement.byte_range(),
-                point,
-                holds.clone(),
+                Extent {
+                    node: statement.byte_range(),
+                    point,
+                    holds_in: holds.clone(),
+                },
                 scope,
                 text,
             );

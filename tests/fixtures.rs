@@ -528,7 +528,7 @@ fn rewritten_fixtures_import_with_cpython_where_the_input_did() {
             continue;
         }
         for all_hooks in [false, true] {
-            let analysis = hookfence::analyze(&[path.clone()], &options(all_hooks));
+            let analysis = hookfence::analyze(std::slice::from_ref(path), &options(all_hooks));
             for file in &analysis.files {
                 let Some(text) = &file.new_text else {
                     continue;
