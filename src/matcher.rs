@@ -481,9 +481,10 @@ fn fence_words(bindings: &Bindings, vocabulary: &Vocabulary) -> Vec<String> {
 /// Without anchoring, one walk of the whole tree finds everything. With it,
 /// each part runs only where its matches must be: imports around `import`;
 /// calls and patches that can be fences around the words a fence is spelled
-/// with (see [`fence_words`]), opt-out comments around `disable`; the
-/// definitions and assignments of a name around that name, looked up when a
-/// name is resolved. Both give the same answer to every question asked.
+/// with (see [`fence_words`]), opt-out comments around `disable`;
+/// assignments around the fence words their value may hold. Both give the
+/// same answer to every question asked. (What a registered name is bound to
+/// is asked of the file's [`SemanticModel`], built from a whole walk.)
 struct Resolve<'t> {
     root: Node<'t>,
     text: &'t str,
