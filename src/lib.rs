@@ -26,6 +26,7 @@ pub mod render;
 pub mod report;
 pub mod resolve;
 pub mod review;
+pub mod scope;
 pub mod shadow;
 pub mod source;
 pub mod syntax;
@@ -473,15 +474,12 @@ fn finish(
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();
+    let fenced: Vec<&matcher::Candidate> = to_fence.iter().map(|&i| &sites[i].candidate).collect();
+    let decorate =
+        || plan::Spelling::decorate(&facts, &source.text, &options.vocabulary.decorator, &fenced);
     let (spelling, helper) = match options.strategy {
-        plan::Strategy::Decorate => (
-            plan::Spelling::decorate(&facts, &options.vocabulary.decorator),
-            None,
-        ),
-        plan::Strategy::Wrap if to_fence.is_empty() => (
-            plan::Spelling::decorate(&facts, &options.vocabulary.decorator),
-            None,
-        ),
+        plan::Strategy::Decorate => (decorate(), None),
+        plan::Strategy::Wrap if to_fence.is_empty() => (decorate(), None),
         plan::Strategy::Wrap => {
             let helper = wrap::Helper::for_file(
                 &path,

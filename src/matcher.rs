@@ -4,13 +4,13 @@
 //! offload work. Patterns come from `queries/`; Python meaning (imports,
 //! scoping, what counts as a fence) is resolved here.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 
 use crate::error::Position;
 use crate::queries::{Combined, QUERIES};
+use crate::scope::{BindingKind, ScopeId, SemanticModel};
 use crate::source::{indentation_at, line_ending_at, line_start};
 use crate::vocabulary::Vocabulary;
 
@@ -69,6 +69,14 @@ pub struct Owner {
     pub bases: Vec<String>,
 }
 
+/// Where a fence of a candidate is evaluated: the scope its decorator (or
+/// the call around its lambda) runs in, and the offset there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FenceAt {
+    pub scope: ScopeId,
+    pub at: usize,
+}
+
 /// A function that may be an offload hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
@@ -93,6 +101,8 @@ pub struct Candidate {
     pub backward: Option<String>,
     pub fence: FenceState,
     pub target: Target,
+    /// Where its fence would be evaluated (see [`FileFacts::model`]).
+    pub fence_at: FenceAt,
     /// The signs in its own body, counted or discounted (see
     /// [`crate::evidence`]).
     pub signs: Vec<crate::evidence::Sign>,
@@ -131,8 +141,6 @@ pub struct FileFacts {
     pub classes: Vec<ClassFact>,
     pub candidates: Vec<Candidate>,
     pub unresolved: Vec<Unresolved>,
-    /// The module-level name bound to `torch`, if any (`torch`, or an alias).
-    pub torch_name: Option<String>,
     /// Names imports bind at module level, with the dotted path each stands for.
     pub module_bindings: BTreeMap<String, String>,
     /// Where `import torch` goes when it is needed.
@@ -146,6 +154,9 @@ pub struct FileFacts {
     pub fullgraph: Vec<Position>,
     /// Every `# hookfence: ignore` comment, by line.
     pub suppressions: Vec<usize>,
+    /// The file's scopes and bindings (built only for a file with
+    /// candidates): what the fence's name means where each is evaluated.
+    pub model: SemanticModel,
 }
 
 /// Runs `query` over `node` and calls `each` with every match's captures.
@@ -320,16 +331,6 @@ impl Bindings {
             None => dotted.to_owned(),
         }
     }
-
-    fn torch_name(&self) -> Option<String> {
-        if self.module_level.get("torch").map(String::as_str) == Some("torch") {
-            return Some("torch".to_owned());
-        }
-        self.module_level
-            .iter()
-            .find(|(_, path)| path.as_str() == "torch")
-            .map(|(name, _)| name.clone())
-    }
 }
 
 fn strip_space(s: &str) -> String {
@@ -355,18 +356,6 @@ fn is_module_level(node: Node<'_>, text: &str) -> bool {
         current = n.parent();
     }
     true
-}
-
-/// The nearest enclosing function_definition (the scope a name is looked up in).
-fn enclosing_function(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == "function_definition" {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
 }
 
 /// The scope a definition binds its name in: the nearest enclosing function or
@@ -472,6 +461,7 @@ struct FileContext<'t> {
     names: Resolve<'t>,
     /// Classes by name.
     classes: HashMap<String, Vec<Node<'t>>>,
+    model: SemanticModel,
 }
 
 impl<'t> FileContext<'t> {
@@ -527,9 +517,10 @@ fn fence_words(bindings: &Bindings, vocabulary: &Vocabulary) -> Vec<String> {
 /// Without anchoring, one walk of the whole tree finds everything. With it,
 /// each part runs only where its matches must be: imports around `import`;
 /// calls and patches that can be fences around the words a fence is spelled
-/// with (see [`fence_words`]), opt-out comments around `disable`; the
-/// definitions and assignments of a name around that name, looked up when a
-/// name is resolved. Both give the same answer to every question asked.
+/// with (see [`fence_words`]), opt-out comments around `disable`;
+/// assignments around the fence words their value may hold. Both give the
+/// same answer to every question asked. (What a registered name is bound to
+/// is asked of the file's [`SemanticModel`], built from a whole walk.)
 struct Resolve<'t> {
     root: Node<'t>,
     text: &'t str,
@@ -537,11 +528,8 @@ struct Resolve<'t> {
     imports: Vec<Vec<tree_sitter::QueryCapture<'t>>>,
     /// Every fence-part match (whole walk), or none yet (anchored).
     fences: Vec<Vec<tree_sitter::QueryCapture<'t>>>,
-    /// What binds each name (whole walk: every name; anchored: the names
-    /// looked up so far).
-    named: RefCell<HashMap<String, Named<'t>>>,
-    /// Whether `named` holds every name (after a whole walk).
-    complete: std::cell::Cell<bool>,
+    /// What binds each name (whole walk only).
+    named: HashMap<String, Named<'t>>,
 }
 
 /// The definitions and assignments that bind one name, in the order of the
@@ -580,49 +568,8 @@ impl<'t> Resolve<'t> {
             anchored,
             imports,
             fences,
-            named: RefCell::new(named),
-            complete: std::cell::Cell::new(!anchored),
+            named,
         }
-    }
-
-    /// The definitions and assignments of `name`.
-    fn named(&self, name: &str) -> Named<'t> {
-        // Each lookup reads the whole text for the name: past a few dozen
-        // names, one walk of the tree for all of them costs less.
-        const MOST_LOOKUPS: usize = 32;
-        if let Some(found) = self.named.borrow().get(name) {
-            return found.clone();
-        }
-        if self.complete.get() {
-            return Named::default();
-        }
-        let ranges = (self.named.borrow().len() < MOST_LOOKUPS)
-            .then(|| crate::prefilter::word_ranges(self.text, &[name], &[]));
-        let mut found: HashMap<String, Named<'t>> = HashMap::new();
-        for_each_combined(
-            &QUERIES.resolve,
-            self.root,
-            self.text,
-            ranges.as_deref(),
-            |part, captures| {
-                if part == 2 {
-                    bind(&mut found, captures, self.text);
-                }
-            },
-        );
-        for binding in found.values_mut() {
-            binding.sort();
-        }
-        let binding = found.get(name).cloned().unwrap_or_default();
-        if ranges.is_none() {
-            *self.named.borrow_mut() = found;
-            self.complete.set(true);
-        } else {
-            self.named
-                .borrow_mut()
-                .insert(name.to_owned(), binding.clone());
-        }
-        binding
     }
 
     /// The fence-part matches that can matter: every call whose callee can
@@ -679,7 +626,7 @@ impl<'t> Resolve<'t> {
             );
         } else {
             // Without anchoring, `named` holds every name.
-            for (name, binding) in self.named.borrow().iter() {
+            for (name, binding) in self.named.iter() {
                 found.extend(
                     binding
                         .assignments
@@ -1045,6 +992,7 @@ pub fn analyze_with(
         fences,
         names: resolve,
         classes,
+        model: SemanticModel::build(root, text),
     };
 
     // Candidates, keyed by the start of their node so a def found twice (a
@@ -1088,29 +1036,31 @@ pub fn analyze_with(
             continue;
         };
         let backward = backward.then(|| method.to_owned());
-        match resolve_hook(&ctx, hook, call, 0) {
-            Resolved::Def(def) => {
-                let entry = candidates
-                    .entry(def.start_byte())
-                    .or_insert_with(|| def_candidate(&ctx, def));
-                entry.note_registration(at, backward);
+        for resolved in resolve_hook(&ctx, hook, call, 0) {
+            match resolved {
+                Resolved::Def(def) => {
+                    let entry = candidates
+                        .entry(def.start_byte())
+                        .or_insert_with(|| def_candidate(&ctx, def));
+                    entry.note_registration(at, backward.clone());
+                }
+                Resolved::Lambda(lambda) => {
+                    let entry = candidates
+                        .entry(lambda.start_byte())
+                        .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
+                    entry.note_registration(at, backward.clone());
+                }
+                Resolved::FencedInPlace(expression, spelling) => {
+                    let mut candidate =
+                        lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
+                    candidate.qualname = strip_space(node_text(expression, text));
+                    candidate.note_registration(at, backward.clone());
+                    candidates
+                        .entry(expression.start_byte())
+                        .or_insert(candidate);
+                }
+                Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
             }
-            Resolved::Lambda(lambda) => {
-                let entry = candidates
-                    .entry(lambda.start_byte())
-                    .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
-                entry.note_registration(at, backward);
-            }
-            Resolved::FencedInPlace(expression, spelling) => {
-                let mut candidate =
-                    lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
-                candidate.qualname = strip_space(node_text(expression, text));
-                candidate.note_registration(at, backward);
-                candidates
-                    .entry(expression.start_byte())
-                    .or_insert(candidate);
-            }
-            Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
         }
     }
 
@@ -1142,13 +1092,13 @@ pub fn analyze_with(
         classes: class_facts,
         candidates: candidates.into_values().collect(),
         unresolved,
-        torch_name: ctx.bindings.torch_name(),
         uses_relative_imports: ctx.bindings.relative,
         module_bindings: ctx.bindings.module_level,
         import_at,
         import_block_end: import_block_end(root, text).unwrap_or(import_at),
         fullgraph,
         suppressions: ctx.fences.suppressions.keys().copied().collect(),
+        model: ctx.model,
     }
 }
 
@@ -1194,31 +1144,35 @@ enum Resolved<'t> {
     Unresolved(String),
 }
 
-/// Follows a hook expression to the definition it names, the way Python's
-/// scoping would at the register call.
+/// Follows a hook expression to the definitions it can name, the way
+/// Python's scoping would at `site` (the register call, or the assignment a
+/// name was followed through): one for each definition that can be bound
+/// there.
 fn resolve_hook<'t>(
     ctx: &FileContext<'t>,
     expression: Node<'t>,
     site: Node<'t>,
     depth: usize,
-) -> Resolved<'t> {
+) -> Vec<Resolved<'t>> {
     let text = ctx.text;
     if depth > 8 {
-        return Resolved::Unresolved("hook bound through too many names".to_owned());
+        return vec![Resolved::Unresolved(
+            "hook bound through too many names".to_owned(),
+        )];
     }
-    match expression.kind() {
+    let one = match expression.kind() {
         "parenthesized_expression" => match expression.named_child(0) {
-            Some(inner) => resolve_hook(ctx, inner, site, depth + 1),
+            Some(inner) => return resolve_hook(ctx, inner, site, depth + 1),
             None => Resolved::Unresolved("empty parentheses".to_owned()),
         },
         "lambda" => Resolved::Lambda(expression),
-        "identifier" => resolve_name(ctx, node_text(expression, text), site, depth),
+        "identifier" => return resolve_name(ctx, node_text(expression, text), site, depth),
         "attribute" => {
             let (Some(object), Some(attribute)) = (
                 expression.child_by_field_name("object"),
                 expression.child_by_field_name("attribute"),
             ) else {
-                return Resolved::Unresolved("unreadable attribute".to_owned());
+                return vec![Resolved::Unresolved("unreadable attribute".to_owned())];
             };
             let method = node_text(attribute, text);
             let object_text = node_text(object, text);
@@ -1253,7 +1207,7 @@ fn resolve_hook<'t>(
                     Resolved::FencedInPlace(expression, format!("{callee}(...)"))
                 }
                 (Some(callee), Some(inner)) if ctx.is_partial(&callee) => {
-                    resolve_hook(ctx, inner, site, depth + 1)
+                    return resolve_hook(ctx, inner, site, depth + 1);
                 }
                 // An instance of a class defined in this file: its `__call__`.
                 (Some(callee), _)
@@ -1272,7 +1226,8 @@ fn resolve_hook<'t>(
             "hook is `{}`, not a function hookfence can find",
             short(node_text(expression, text))
         )),
-    }
+    };
+    vec![one]
 }
 
 fn short(s: &str) -> String {
@@ -1284,64 +1239,105 @@ fn short(s: &str) -> String {
     }
 }
 
-/// Looks a bare name up from `site`: the enclosing functions, innermost first,
-/// then the module (class bodies are skipped, as in Python).
+/// Looks a bare name up from `site` with Python's scoping (see
+/// [`SemanticModel::possible_bindings`]): every definition that can be bound
+/// to it when `site` runs is a hook, each followed through assignments.
 fn resolve_name<'t>(
     ctx: &FileContext<'t>,
     name: &str,
     site: Node<'t>,
     depth: usize,
-) -> Resolved<'t> {
-    let mut scope = enclosing_function(site);
-    loop {
-        let scope_id = scope.map(|s| s.id());
-        let in_scope = |node: Node<'t>| {
-            let mut s = binding_scope(node);
-            // A def directly in a class body binds in the class, not here.
-            if let Some((_, "class")) = s {
-                s = Some((usize::MAX, "class"));
-            }
-            s.map(|(id, _)| id) == scope_id
-        };
-        // The last binding before the call wins; fall back to any in scope
-        // (a def after the call is still bound when the call runs later).
-        let named = ctx.names.named(name);
-        let def = {
-            let in_scope: Vec<_> = named
-                .defs
-                .iter()
-                .copied()
-                .filter(|d| in_scope(*d))
-                .collect();
-            in_scope
-                .iter()
-                .copied()
-                .rfind(|d| d.start_byte() < site.start_byte())
-                .or_else(|| in_scope.first().copied())
-        };
-        let assignment = named
-            .assignments
-            .into_iter()
-            .rfind(|(a, _)| in_scope(*a) && a.start_byte() < site.start_byte());
-        match (def, assignment) {
-            (Some(def), Some((a, _))) if def.start_byte() > a.start_byte() => {
-                return Resolved::Def(def);
-            }
-            (_, Some((_, value))) => return resolve_hook(ctx, value, site, depth + 1),
-            (Some(def), None) => return Resolved::Def(def),
-            (None, None) => {}
-        }
-        match scope {
-            Some(s) => scope = enclosing_function(s),
-            None => break,
+) -> Vec<Resolved<'t>> {
+    let model = &ctx.model;
+    let found = model.possible_bindings(name, model.scope_of(site), site.start_byte());
+    let mut ids = found.bindings.clone();
+    if !ids
+        .iter()
+        .any(|&id| is_value_binding(&model.binding(id).kind))
+    {
+        // Nothing bound yet where the call stands: a def further down the
+        // same scope is still bound when the hook runs later.
+        if let Some(scope) = found.scope {
+            ids = model.bindings_in(scope, name).to_vec();
         }
     }
-    if let Some(path) = ctx.bindings.any_scope.get(name) {
-        return Resolved::Unresolved(format!("`{name}` is imported from `{path}`"));
+    let mut resolved = Vec::new();
+    let mut none_values = 0;
+    for id in ids {
+        let binding = model.binding(id);
+        let node = ctx
+            .names
+            .root
+            .descendant_for_byte_range(binding.node.start, binding.node.end);
+        match &binding.kind {
+            BindingKind::Def => {
+                let def = node.and_then(|n| match n.kind() {
+                    "decorated_definition" => n.child_by_field_name("definition"),
+                    _ => Some(n),
+                });
+                if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
+                    resolved.push(Resolved::Def(def));
+                }
+            }
+            BindingKind::Assignment => {
+                let assignment = std::iter::successors(node, |n| n.parent())
+                    .find(|n| n.kind() == "assignment" && n.byte_range() == binding.node);
+                let value = assignment.and_then(|a| {
+                    let left = a.child_by_field_name("left")?;
+                    (left.kind() == "identifier" && node_text(left, ctx.text) == name)
+                        .then(|| a.child_by_field_name("right"))
+                        .flatten()
+                });
+                match (assignment, value) {
+                    (Some(_), Some(value)) if value.kind() == "none" => none_values += 1,
+                    (Some(assignment), Some(value)) => {
+                        resolved.extend(resolve_hook(ctx, value, assignment, depth + 1));
+                    }
+                    _ => resolved.push(Resolved::Unresolved(format!(
+                        "`{name}` is bound by unpacking, which hookfence cannot follow"
+                    ))),
+                }
+            }
+            BindingKind::Import { path } => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is imported from `{path}`"
+            ))),
+            BindingKind::Deletion | BindingKind::ExceptCleared | BindingKind::Annotation => {}
+            BindingKind::Parameter => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is not a function defined in this file (a parameter or a global?)"
+            ))),
+            kind => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is bound by {}, which hookfence cannot follow",
+                kind.describe()
+            ))),
+        }
     }
-    Resolved::Unresolved(format!(
-        "`{name}` is not a function defined in this file (a parameter or a global?)"
-    ))
+    if resolved.is_empty() && none_values > 0 {
+        resolved.push(Resolved::Unresolved(format!("`{name}` is None")));
+    }
+    if resolved.is_empty() {
+        resolved.push(Resolved::Unresolved(format!(
+            "`{name}` is not a function defined in this file (a parameter or a global?)"
+        )));
+    }
+    // One entry per definition, and one note per distinct reason.
+    let mut seen = HashSet::new();
+    resolved.retain(|r| {
+        seen.insert(match r {
+            Resolved::Def(n) | Resolved::Lambda(n) | Resolved::FencedInPlace(n, _) => {
+                format!("{}", n.start_byte())
+            }
+            Resolved::Unresolved(what) => what.clone(),
+        })
+    });
+    resolved
+}
+
+/// Whether a binding gives the name a value that may be a hook.
+fn is_value_binding(kind: &BindingKind) -> bool {
+    !matches!(
+        kind,
+        BindingKind::Deletion | BindingKind::ExceptCleared | BindingKind::Annotation
+    )
 }
 
 /// A method named `name` in `class` or, failing that, in its bases defined in
@@ -1475,6 +1471,11 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             line_ending: line_ending_at(text, insert_at),
             indent,
         },
+        // Decorators run in the scope the `def` stands in, before it binds.
+        fence_at: FenceAt {
+            scope: ctx.model.scope_of(def),
+            at: span_start,
+        },
         signs: crate::evidence::signs_in_function(def, text),
     }
 }
@@ -1597,6 +1598,10 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
             comment_at,
         },
         signs: crate::evidence::signs_in_function(lambda, text),
+        fence_at: FenceAt {
+            scope: ctx.model.scope_of(lambda),
+            at: lambda.start_byte(),
+        },
     }
 }
 

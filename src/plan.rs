@@ -1,8 +1,9 @@
 //! Planning: the edits that fence each hook, as pure data. No I/O.
 
 use crate::edit::{Edit, Fix};
-use crate::matcher::{FileFacts, Target};
+use crate::matcher::{Candidate, FileFacts, Target};
 use crate::resolve::HookSite;
+use crate::scope::SemanticModel;
 use crate::source::line_ending_at;
 
 /// The function the wrap strategy's helper module defines.
@@ -30,23 +31,47 @@ pub struct Spelling {
 }
 
 impl Spelling {
-    /// `decorator` (by default `torch.compiler.disable()`), written with the
-    /// module's own name for its first segment when that is torch under an
-    /// alias, and `import <first segment>` after the docstring and
-    /// `__future__` imports when the module does not bind it.
-    pub fn decorate(facts: &FileFacts, decorator: &str) -> Spelling {
+    /// `decorator` (by default `torch.compiler.disable()`) for the
+    /// candidates in `fenced`, its first segment (the module, `torch`)
+    /// spelled with a name that certainly means that module where each of
+    /// their fences is evaluated (Python's scoping at that point: see
+    /// [`crate::scope::SemanticModel::means_module`]):
+    /// - a name the file already binds to it (`torch`, or an alias such as
+    ///   `th`), if it holds at every fence;
+    /// - else the module's own name with `import <module>` added after the
+    ///   docstring and `__future__` imports, if that import would make it
+    ///   hold at every fence (nothing else in the file binds the name to
+    ///   anything else);
+    /// - else `import <module> as <fresh>`, a name bound nowhere and named
+    ///   nowhere in the file, so it shadows none of the user's names.
+    pub fn decorate(
+        facts: &FileFacts,
+        text: &str,
+        decorator: &str,
+        fenced: &[&Candidate],
+    ) -> Spelling {
         let (root, rest) = decorator.split_once('.').unwrap_or((decorator, ""));
-        let bound_as = if root == "torch" {
-            facts.torch_name.clone()
-        } else {
-            facts
-                .module_bindings
-                .contains_key(root)
-                .then(|| root.to_owned())
+        let model = &facts.model;
+        let holds_everywhere = |model: &SemanticModel, name: &str| {
+            fenced
+                .iter()
+                .all(|c| model.means_module(name, root, c.fence_at.scope, c.fence_at.at))
         };
-        let name = bound_as.as_deref().unwrap_or(root);
+        let (name, import) = if let Some(name) = model
+            .import_names_of(root)
+            .into_iter()
+            .find(|name| holds_everywhere(model, name))
+        {
+            (name, None)
+        } else if holds_everywhere(&model.with_import(root, root, facts.import_at), root) {
+            (root.to_owned(), Some(format!("import {root}")))
+        } else {
+            let fresh = fresh_name(model, text, root);
+            let import = format!("import {root} as {fresh}");
+            (fresh, Some(import))
+        };
         let decorator = if rest.is_empty() {
-            name.to_owned()
+            name
         } else {
             format!("{name}.{rest}")
         };
@@ -57,9 +82,7 @@ impl Spelling {
         Spelling {
             decorator,
             callee,
-            import: bound_as
-                .is_none()
-                .then(|| (facts.import_at, format!("import {root}"))),
+            import: import.map(|line| (facts.import_at, line)),
         }
     }
 
@@ -106,4 +129,22 @@ pub fn plan(text: &str, sites: &[&HookSite], spelling: &Spelling) -> Vec<Fix> {
             Fix { edits }
         })
         .collect()
+}
+
+/// A name for `module` that `text` binds nowhere and names nowhere:
+/// `_torch`, else `_hookfence_torch`, else `_hookfence_torch_2`, ...
+fn fresh_name(model: &SemanticModel, text: &str, module: &str) -> String {
+    let free = |name: &str| model.is_unused_name(name, text);
+    let first = format!("_{module}");
+    if free(&first) {
+        return first;
+    }
+    let second = format!("_hookfence_{module}");
+    if free(&second) {
+        return second;
+    }
+    (2..)
+        .map(|n| format!("_hookfence_{module}_{n}"))
+        .find(|name| free(name))
+        .unwrap_or(second)
 }

@@ -198,6 +198,12 @@ pub struct Suppressions {
     pub comment: u32,
 }
 
+/// `bindings.scm`, run alone by [`crate::scope::SemanticModel::build`],
+/// which tells its captures apart by name (`scope.*`, `binding.*`).
+pub struct Bindings {
+    pub compiled: Compiled,
+}
+
 pub struct Fullgraph {
     pub compiled: Compiled,
     pub argument: u32,
@@ -215,6 +221,7 @@ pub struct Queries {
     pub fences: Fences,
     pub fullgraph: Fullgraph,
     pub suppressions: Suppressions,
+    pub bindings: Bindings,
     /// `imports`, `fences` and `functions` in one walk, in that order.
     pub resolve: Combined,
 }
@@ -327,6 +334,9 @@ impl Queries {
                     argument: compiled.capture("fullgraph.argument"),
                     compiled,
                 }
+            },
+            bindings: Bindings {
+                compiled: load!("bindings"),
             },
             resolve,
         }

@@ -130,13 +130,10 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
             for line in &added {
                 let line = line.value().trim();
                 assert!(
-                    matches!(
-                        line,
-                        "@torch.compiler.disable()"
-                            | "@th.compiler.disable()"
-                            | "import torch"
-                            | "@no_compile"
-                    ) || (line.starts_with("from ") && line.ends_with(" import no_compile")),
+                    matches!(line, "import torch" | "@no_compile")
+                        || fence_alias(line, "@", ".compiler.disable()").is_some()
+                        || fence_alias(line, "import torch as ", "").is_some()
+                        || (line.starts_with("from ") && line.ends_with(" import no_compile")),
                     "{}: unexpected added line {line:?}",
                     path.display()
                 );
@@ -144,17 +141,18 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
         } else {
             let before: String = removed.iter().map(|c| c.value()).collect();
             let after: String = added.iter().map(|c| c.value()).collect();
-            let wraps = after.matches("compiler.disable(lambda").count()
+            let wraps = after.matches(".compiler.disable(lambda").count()
                 + after.matches("no_compile(lambda").count();
             assert!(
                 wraps > 0,
                 "{}: changed line is no lambda wrap: {after:?}",
                 path.display()
             );
-            let unwrapped = after
-                .replace("torch.compiler.disable(lambda", "lambda")
-                .replace("th.compiler.disable(lambda", "lambda")
-                .replace("no_compile(lambda", "lambda");
+            let mut unwrapped = after.replace("no_compile(lambda", "lambda");
+            for alias in ["_hookfence_torch", "_torch", "torch", "th"] {
+                unwrapped =
+                    unwrapped.replace(&format!("{alias}.compiler.disable(lambda"), "lambda");
+            }
             assert_eq!(
                 unwrapped.len() - before.len(),
                 wraps,
@@ -163,6 +161,16 @@ fn assert_only_fence_insertions(path: &Path, old: &str, new: &str) {
             );
         }
     }
+}
+
+/// The name in `<prefix><name><suffix>` when it is a Python identifier: the
+/// alias a fence line uses (`@th.compiler.disable()`, `import torch as _torch`).
+fn fence_alias<'a>(line: &'a str, prefix: &str, suffix: &str) -> Option<&'a str> {
+    let name = line.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    let identifier = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    identifier.then_some(name)
 }
 
 fn check_invariants(file: &FileReport) {
@@ -525,5 +533,153 @@ fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
             && report.contains("CPython would reject it")
             && report.contains("control character"),
         "{report}"
+    );
+}
+
+/// Imports the module in each file named on the command line with CPython,
+/// every module they import that is not installed (and torch always)
+/// replaced by a permissive stub: attribute access, calls, iteration and
+/// subclassing all work, and a stub called with one function returns it (so
+/// `torch.compiler.disable()` decorates). Prints one line per file: `ok`, or
+/// the traceback with its newlines escaped.
+const IMPORT_WITH_STUBS: &str = r#"
+import importlib.abc, importlib.machinery, importlib.util, sys, traceback, types
+
+class Stub:
+    def __init__(self, name="stub"):
+        self._name = name
+    def __getattr__(self, key):
+        if key.startswith("__") and key.endswith("__"):
+            raise AttributeError(key)
+        return Stub(self._name + "." + key)
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return Stub(self._name + "()")
+    def __mro_entries__(self, bases):
+        return (object,)
+    def __iter__(self):
+        return iter(())
+    def __bool__(self):
+        return False
+    def __getitem__(self, key):
+        return Stub(self._name + "[]")
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+
+class StubModule(types.ModuleType):
+    def __getattr__(self, key):
+        if key.startswith("__") and key.endswith("__"):
+            raise AttributeError(key)
+        return Stub(self.__name__ + "." + key)
+
+class Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, only=None):
+        self.only = only
+    def find_spec(self, name, path, target=None):
+        if self.only and name.split(".")[0] not in self.only:
+            return None
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+    def create_module(self, spec):
+        return StubModule(spec.name)
+    def exec_module(self, module):
+        module.__path__ = []
+
+sys.meta_path.insert(0, Stubs(only={"torch"}))
+sys.meta_path.append(Stubs())
+for number, path in enumerate(sys.argv[1:]):
+    spec = importlib.util.spec_from_file_location(f"fixture_under_test_{number}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        print("ok", flush=True)
+    except BaseException:
+        print("".join(traceback.format_exc()).replace("\n", "\\n"), flush=True)
+"#;
+
+/// Imports each file of `paths` with CPython against stubs (see
+/// [`IMPORT_WITH_STUBS`]), in one process: `Err` holds the traceback.
+fn cpython_imports(paths: &[PathBuf]) -> Vec<Result<(), String>> {
+    let out = Command::new("python3")
+        .args(["-c", IMPORT_WITH_STUBS])
+        .args(paths)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 is needed for the import oracle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results: Vec<Result<(), String>> = stdout
+        .lines()
+        .map(|line| match line {
+            "ok" => Ok(()),
+            error => Err(error.replace("\\n", "\n")),
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        paths.len(),
+        "the import oracle stopped early:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    results
+}
+
+#[test]
+fn rewritten_fixtures_import_with_cpython_where_the_input_did() {
+    // Output imports where the input did: each fixture whose input imports
+    // (against a stub torch) must import rewritten, with and without
+    // --all-hooks.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    paths.sort();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut rewritten = Vec::new();
+    for (path, input) in paths.iter().zip(cpython_imports(&paths)) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // The fixtures of the shapes that once broke imports must be
+        // importable, or this test could not catch them.
+        if (name.starts_with("shadowed_") || name.starts_with("conditional_"))
+            && let Err(err) = &input
+        {
+            failures.push(format!("{name}: the input does not import:\n{err}"));
+        }
+        if input.is_err() {
+            continue;
+        }
+        for all_hooks in [false, true] {
+            let analysis = hookfence::analyze(std::slice::from_ref(path), &options(all_hooks));
+            for file in &analysis.files {
+                let Some(text) = &file.new_text else {
+                    continue;
+                };
+                let out = scratch.path().join(format!("{all_hooks}_{name}"));
+                std::fs::write(&out, file.source.encode(text)).unwrap();
+                rewritten.push((
+                    format!("{name} (all_hooks: {all_hooks})"),
+                    out,
+                    text.clone(),
+                ));
+            }
+        }
+    }
+    let outputs: Vec<PathBuf> = rewritten.iter().map(|(_, out, _)| out.clone()).collect();
+    for ((what, _, text), result) in rewritten.iter().zip(cpython_imports(&outputs)) {
+        if let Err(err) = result {
+            failures.push(format!(
+                "{what}: the rewrite no longer imports:\n{err}\n{text}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(
+        rewritten.len() >= 80,
+        "only {} rewrites imported",
+        rewritten.len()
     );
 }

@@ -244,6 +244,9 @@ fn is_fence_line(line: &str) -> bool {
     let line = line.trim();
     line == "import torch"
         || line
+            .strip_prefix("import torch as ")
+            .is_some_and(is_identifier)
+        || line
             .strip_prefix('@')
             .and_then(|l| l.strip_suffix(".compiler.disable()"))
             .is_some_and(is_identifier)
@@ -399,6 +402,270 @@ fn check_parseable(bytes: &[u8], all_hooks: bool) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Statements that rebind `torch` (or the alias `th`) at module level, each
+/// with the name it takes away from the module. The fence must not use that
+/// name in a module holding one of them before the hook.
+const MODULE_SHADOWS: &[(&str, &str)] = &[
+    ("del torch\n", "torch"),
+    ("torch = None\n", "torch"),
+    (
+        "try:\n    import torch\nexcept ImportError:\n    torch = None\n",
+        "torch",
+    ),
+    ("for torch in ():\n    pass\n", "torch"),
+    ("with open(__file__) as torch:\n    pass\n", "torch"),
+    (
+        "try:\n    pass\nexcept Exception as torch:\n    pass\n",
+        "torch",
+    ),
+    ("if (torch := 0):\n    pass\n", "torch"),
+    ("match 0:\n    case [*torch]:\n        pass\n", "torch"),
+    ("def torch():\n    pass\n", "torch"),
+    ("class torch:\n    pass\n", "torch"),
+    ("from os.path import *\n", "torch"),
+    (
+        "def reset():\n    global torch\n    torch = None\n",
+        "torch",
+    ),
+    ("th = 3\n", "th"),
+    ("th, other = None, 1\n", "th"),
+];
+
+/// Statements that mention `torch` without taking it away from the hook.
+const MODULE_HARMLESS: &[&str] = &[
+    "x = torch\n",
+    "torch.x = 1\n",
+    "def g(torch):\n    return torch\n",
+    "class K:\n    torch = None\n",
+    "ys = [torch for torch in ()]\n",
+    "match 0:\n    case torch.float16:\n        pass\n",
+];
+
+/// Where the hook stands, with a binding of `torch` local to the scope its
+/// decorator is evaluated in (or none).
+#[derive(Debug, Clone, Copy)]
+enum HookPlace {
+    /// A protocol method; the class body may bind `torch` itself.
+    Method { class_binds: bool },
+    /// A closure registered by the function that defines it, with one of
+    /// [`FUNCTION_LOCALS`] (or none).
+    Closure { local: Option<usize> },
+}
+
+const FUNCTION_LOCALS: &[&str] = &[
+    "    torch = 1\n",
+    "    for torch in ():\n        pass\n",
+    "    import torch.nn as torch\n",
+    "    try:\n        pass\n    except Exception as torch:\n        pass\n",
+];
+
+/// A module whose torch names may be shadowed before (or where) the hook's
+/// fence is evaluated, and the names the fence must not use.
+fn shadowed_source() -> impl Strategy<Value = (String, Vec<&'static str>)> {
+    (
+        prop_oneof![Just("import torch\n"), Just("import torch as th\n"), Just("")],
+        proptest::collection::vec(
+            prop_oneof![
+                proptest::sample::select(MODULE_SHADOWS).prop_map(|(s, n)| (s, Some(n))),
+                proptest::sample::select(MODULE_HARMLESS).prop_map(|s| (s, None)),
+            ],
+            0..4,
+        ),
+        prop_oneof![
+            any::<bool>().prop_map(|class_binds| HookPlace::Method { class_binds }),
+            proptest::option::of(0..FUNCTION_LOCALS.len())
+                .prop_map(|local| HookPlace::Closure { local }),
+        ],
+        any::<bool>(),
+    )
+        .prop_map(|(header, statements, place, parameter)| {
+            let mut text = String::from("from accelerate.hooks import ModelHook\n");
+            text.push_str(header);
+            let mut taken: Vec<&'static str> = Vec::new();
+            for (statement, shadows) in statements {
+                text.push_str(statement);
+                taken.extend(shadows);
+            }
+            match place {
+                HookPlace::Method { class_binds } => {
+                    text.push_str("class H(ModelHook):\n");
+                    if class_binds {
+                        text.push_str("    torch = None\n");
+                        taken.push("torch");
+                    }
+                    text.push_str(
+                        "    def pre_forward(self, module, *args):\n        module.to('cuda')\n        return args\n",
+                    );
+                }
+                HookPlace::Closure { local } => {
+                    if parameter {
+                        text.push_str("def attach(model, torch=None):\n");
+                        taken.push("torch");
+                    } else {
+                        text.push_str("def attach(model):\n");
+                    }
+                    if let Some(local) = local {
+                        text.push_str(FUNCTION_LOCALS[local]);
+                        taken.push("torch");
+                    }
+                    text.push_str(
+                        "    def hook(module, args):\n        module.to('cuda')\n        return args\n    model.register_forward_pre_hook(hook)\n",
+                    );
+                }
+            }
+            (text, taken)
+        })
+}
+
+/// The name in `@<name>.compiler.disable()`, on each fence line of `text`.
+fn fence_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix('@')?
+                .strip_suffix(".compiler.disable()")
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The kinds of block a conditional definition can stand in, each with the
+/// number of arms it has (every arm defines `fn`).
+#[derive(Debug, Clone, Copy)]
+enum Construct {
+    IfElse(usize),
+    TryExcept,
+    Match(usize),
+    /// A def after the register call inside a loop: bound there from the
+    /// second turn on.
+    LoopAfterCall,
+    With,
+}
+
+/// One `def fn` per arm, each tagged `# arm N` on its `def` line.
+fn arm(n: usize, indent: &str) -> String {
+    format!(
+        "{indent}def fn(module, args):  # arm {n}\n{indent}    module.to('cuda:{n}')\n{indent}    return args\n"
+    )
+}
+
+fn construct_text(construct: Construct, indent: &str, first_arm: usize) -> (String, usize, bool) {
+    let inner = format!("{indent}    ");
+    let mut text = String::new();
+    let mut arms = 0;
+    let mut registers = false;
+    match construct {
+        Construct::IfElse(n) => {
+            for i in 0..n {
+                let head = match i {
+                    0 => format!("if flag == {i}:"),
+                    _ if i == n - 1 => "else:".to_owned(),
+                    _ => format!("elif flag == {i}:"),
+                };
+                text.push_str(&format!("{indent}{head}\n{}", arm(first_arm + i, &inner)));
+                arms += 1;
+            }
+        }
+        Construct::TryExcept => {
+            text.push_str(&format!("{indent}try:\n{}", arm(first_arm, &inner)));
+            text.push_str(&format!(
+                "{indent}except Exception:\n{}",
+                arm(first_arm + 1, &inner)
+            ));
+            arms = 2;
+        }
+        Construct::Match(n) => {
+            text.push_str(&format!("{indent}match flag:\n"));
+            for i in 0..n {
+                let pattern = if i == n - 1 {
+                    "_".to_owned()
+                } else {
+                    i.to_string()
+                };
+                text.push_str(&format!(
+                    "{inner}case {pattern}:\n{}",
+                    arm(first_arm + i, &format!("{inner}    "))
+                ));
+                arms += 1;
+            }
+        }
+        Construct::LoopAfterCall => {
+            text.push_str(&format!(
+                "{indent}for m in models:\n{inner}m.register_forward_pre_hook(fn)\n{}",
+                arm(first_arm, &inner)
+            ));
+            arms = 1;
+            registers = true;
+        }
+        Construct::With => {
+            text.push_str(&format!("{indent}with ctx:\n{}", arm(first_arm, &inner)));
+            arms = 1;
+        }
+    }
+    (text, arms, registers)
+}
+
+/// A module (or a function) defining `fn` conditionally and registering it,
+/// with the arms that must be fenced and the arm that must not (a def
+/// replaced by another before anything could register it).
+fn conditional_source() -> impl Strategy<Value = (String, Vec<usize>, Option<usize>)> {
+    (
+        prop_oneof![
+            (2..5usize).prop_map(Construct::IfElse),
+            Just(Construct::TryExcept),
+            (2..4usize).prop_map(Construct::Match),
+            Just(Construct::LoopAfterCall),
+            Just(Construct::With),
+        ],
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(construct, in_function, dead_before, live_before)| {
+            let indent = if in_function { "    " } else { "" };
+            let mut text = String::from("import torch\n");
+            if in_function {
+                text.push_str("def install(model, models, flag, ctx):\n");
+            }
+            // Arms 0 and 1: a def replaced by another def right away (the
+            // first is dead), then the construct's arms from 2 on.
+            let mut expected = Vec::new();
+            let mut dead = None;
+            if dead_before {
+                text.push_str(&arm(0, indent));
+                if live_before {
+                    dead = Some(0);
+                } else {
+                    expected.push(0);
+                }
+            }
+            if live_before {
+                text.push_str(&arm(1, indent));
+            }
+            let (body, arms, registers) = construct_text(construct, indent, 2);
+            text.push_str(&body);
+            expected.extend(2..2 + arms);
+            if !registers {
+                text.push_str(&format!("{indent}model.register_forward_pre_hook(fn)\n"));
+            }
+            (text, expected, dead)
+        })
+}
+
+/// The arms (`# arm N`) of `text` whose `def` line has a fence right above.
+fn fenced_arms(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let n = line.split_once("# arm ")?.1.trim().parse().ok()?;
+            let above = lines.get(i.checked_sub(1)?)?.trim();
+            above.ends_with(".compiler.disable()").then_some(n)
+        })
+        .collect()
+}
+
 proptest! {
 
     #[test]
@@ -482,6 +749,64 @@ proptest! {
             prop_assert!(text.chars().all(|c| rest.any(|d| d == c)));
         }
     }
+
+    #[test]
+    fn shadowed_torch_names_are_never_used_by_a_fence((text, taken) in shadowed_source()) {
+        let analysis = analyze(text.as_bytes(), false);
+        prop_assert!(analysis.errors.is_empty(), "{:?}", analysis.errors);
+        let new_text = analysis.files.iter().find_map(|f| f.new_text.clone());
+        let Some(new_text) = new_text else {
+            return Err(TestCaseError::fail(format!("the hook was not fenced:\n{text}")));
+        };
+        let names = fence_names(&new_text);
+        prop_assert_eq!(names.len(), 1, "{}", new_text);
+        let name = names[0].as_str();
+        prop_assert!(!taken.contains(&name), "fence uses shadowed `{}`:\n{}", name, new_text);
+        // The name is bound to torch: by the file's own import of it, or by
+        // the one hookfence adds (a fresh name is named nowhere in the input).
+        let own = (name == "torch" && text.contains("import torch\n"))
+            || (name == "th" && text.contains("import torch as th\n"));
+        let added = if name == "torch" {
+            "import torch\n".to_owned()
+        } else {
+            format!("import torch as {name}\n")
+        };
+        let added_it = new_text.matches(added.as_str()).count() > text.matches(added.as_str()).count();
+        prop_assert!(own || added_it, "`{}` is not bound to torch:\n{}", name, new_text);
+        if added_it && name != "torch" {
+            prop_assert!(!text.contains(name), "fresh `{}` is named in the input", name);
+        }
+        // Precision: an untouched `import torch` is used as it is.
+        if taken.is_empty() && text.contains("import torch\n") {
+            prop_assert_eq!(name, "torch");
+            prop_assert!(!added_it, "an import was added:\n{}", new_text);
+        }
+        only_fence_insertions(&text, &new_text).map_err(TestCaseError::fail)?;
+        let second = analyze(new_text.as_bytes(), false);
+        prop_assert!(second.files.iter().all(|f| f.new_text.is_none()), "second run plans more");
+    }
+
+    #[test]
+    fn every_conditional_definition_of_a_registered_hook_is_fenced(
+        (text, expected, dead) in conditional_source()
+    ) {
+        let analysis = analyze(text.as_bytes(), false);
+        prop_assert!(analysis.errors.is_empty(), "{:?}", analysis.errors);
+        let new_text = analysis
+            .files
+            .iter()
+            .find_map(|f| f.new_text.clone())
+            .unwrap_or_default();
+        let fenced = fenced_arms(&new_text);
+        for arm in &expected {
+            prop_assert!(fenced.contains(arm), "arm {} not fenced:\n{}", arm, new_text);
+        }
+        if let Some(dead) = dead {
+            prop_assert!(!fenced.contains(&dead), "dead def {} fenced:\n{}", dead, new_text);
+        }
+        only_fence_insertions(&text, &new_text).map_err(TestCaseError::fail)?;
+    }
+
 }
 
 /// A file name with the bytes git quotes in diff headers: tab, newline, `"`,
