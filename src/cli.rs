@@ -64,7 +64,7 @@ pub enum Format {
     version,
     after_help = AFTER_HELP,
     max_term_width = 100,
-    group(ArgGroup::new("mode").args(["apply", "check", "list", "interactive", "replay"]))
+    group(ArgGroup::new("mode").args(["apply", "check", "list", "explain", "interactive", "replay"]))
 )]
 pub struct Args {
     /// Files or directories to scan (directories: *.py, honouring .gitignore);
@@ -83,6 +83,12 @@ pub struct Args {
     /// Print every hook site: `path:line:col  status  qualname  reason`.
     #[arg(long, help_heading = "Mode")]
     pub list: bool,
+
+    /// Explain one hook site: how it was found, each step of its evidence,
+    /// what was discounted, and the decision. TARGET is PATH:LINE (any line
+    /// of the hook's definition) or a qualified name (`Cls.pre_forward`).
+    #[arg(long, value_name = "TARGET", help_heading = "Mode")]
+    pub explain: Option<String>,
 
     /// Ask about each planned fence on the terminal, then write the accepted ones.
     #[arg(long, help_heading = "Mode")]
@@ -219,6 +225,8 @@ pub struct Settings {
     pub emit_pytest: Option<PathBuf>,
     /// The configuration file read, if any.
     pub config_path: Option<PathBuf>,
+    /// `--explain TARGET`.
+    pub explain: Option<String>,
 }
 
 impl Settings {
@@ -273,13 +281,21 @@ impl Settings {
             Mode::Apply
         } else if args.check {
             Mode::Check
-        } else if args.list {
+        } else if args.list || args.explain.is_some() {
             Mode::List
         } else {
             Mode::Diff
         };
 
         let mut paths = args.paths.clone();
+        // `--explain path.py:12` alone looks at that file (with its project).
+        if paths.is_empty()
+            && args.files_from.is_none()
+            && let Some((file, line)) = args.explain.as_deref().and_then(|t| t.rsplit_once(':'))
+            && line.parse::<usize>().is_ok()
+        {
+            paths.push(PathBuf::from(file));
+        }
         if let Some(list) = &args.files_from {
             paths.extend(read_path_list(list)?);
         }
@@ -347,6 +363,7 @@ impl Settings {
             discovered: Arc::default(),
             project_root: args.project_root.clone(),
             context_classes: Arc::default(),
+            module_cache: Arc::default(),
         };
         let stderr_terminal = std::io::stderr().is_terminal();
         let mut options = options;
@@ -382,6 +399,7 @@ impl Settings {
             options,
             emit_pytest: args.emit_pytest,
             config_path: config.path,
+            explain: args.explain,
         })
     }
 }

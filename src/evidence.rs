@@ -110,10 +110,16 @@ fn judge(
                 }),
             )
         }
-        "stream" => sign(
-            format!("waits on or records streams via .{detail}(...)"),
-            None,
-        ),
+        "stream" => {
+            // An event waited on next to `elapsed_time()`: a timer's, not offload.
+            let timing = owner.is_some_and(|f| times_itself(f, text));
+            sign(
+                format!("waits on or records streams via .{detail}(...)"),
+                timing.then(|| {
+                    format!("{detail}() stands next to timing calls: it times the forward")
+                }),
+            )
+        }
         "onload" => sign(format!("on/offloads via {detail}(...)"), None),
         "params" => {
             let activation = call.and_then(|c| activation_argument(c, owner, text));
@@ -704,6 +710,12 @@ mod tests {
             counted("def h(m, args):\n    torch.cuda.synchronize()\n"),
             ["synchronizes the device via .synchronize()"]
         );
+        // A timer's event wait is timing too.
+        let timer = signs(
+            "def get_elapsed(self):\n    stream.wait_event(self.end)\n    return self.start.elapsed_time(self.end)\n",
+        );
+        assert_eq!(timer.len(), 1);
+        assert!(timer[0].discounted.is_some(), "{timer:?}");
     }
 
     #[test]

@@ -18,9 +18,93 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use crate::evidence::{self, Sign};
+use crate::found::Found;
 use crate::queries::QUERIES;
 use crate::syntax::{capture, dotted_name, enclosing_function, text_of};
 use crate::vocabulary::Vocabulary;
+
+/// Method names too common to look up by name alone on a receiver of
+/// unknown type: tensor and module API, containers, I/O, lifecycle (a call
+/// `x.to(...)` is a move in its own right, not a call of the project's `to`).
+const GENERIC_METHODS: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "float",
+    "half",
+    "double",
+    "bfloat16",
+    "type",
+    "view",
+    "reshape",
+    "get",
+    "set",
+    "update",
+    "append",
+    "extend",
+    "items",
+    "keys",
+    "values",
+    "pop",
+    "copy",
+    "clone",
+    "detach",
+    "forward",
+    "apply",
+    "run",
+    "start",
+    "stop",
+    "step",
+    "train",
+    "eval",
+    "save",
+    "load",
+    "close",
+    "open",
+    "read",
+    "write",
+    "format",
+    "join",
+    "split",
+    "replace",
+    "strip",
+    "encode",
+    "decode",
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "size",
+    "item",
+    "numpy",
+    "tolist",
+    "contiguous",
+    "chunk",
+    "cat",
+    "add",
+    "remove",
+    "clear",
+    "call",
+    "wait",
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "modules",
+    "children",
+    "state_dict",
+    "register_forward_hook",
+    "register_forward_pre_hook",
+    "zero_",
+    "fill_",
+    "copy_",
+    "record",
+    "synchronize",
+    "info",
+    "debug",
+    "warning",
+    "error",
+    "log",
+];
 
 /// The method a forward replacement replaces.
 pub const FORWARD: &str = "forward";
@@ -166,11 +250,19 @@ impl ModuleFacts {
 
         // Imports, through the same reading the matcher uses.
         let mut import_matches = Vec::new();
-        crate::syntax::each_match(&QUERIES.resolve.query, root, text, |pattern, captures| {
-            if QUERIES.resolve.part(pattern) == 0 {
-                import_matches.push(captures.to_vec());
-            }
-        });
+        // Every import statement holds the word `import`: only there.
+        let import_ranges = crate::prefilter::word_ranges(text, &["import"], &[]);
+        crate::syntax::each_match_in(
+            &QUERIES.resolve.query,
+            root,
+            text,
+            &import_ranges,
+            |pattern, captures| {
+                if QUERIES.resolve.part(pattern) == 0 {
+                    import_matches.push(captures.to_vec());
+                }
+            },
+        );
         let bindings = crate::matcher::Bindings::collect(&import_matches, text);
         for (name, path) in &bindings.any_scope {
             facts.imports.insert(name.clone(), absolute(path, &package));
@@ -330,45 +422,54 @@ impl ModuleFacts {
 
         // Registrations with torch, with the hook each is handed.
         let compiled = vocabulary.compiled();
-        crate::syntax::each_match(&compiled.scan.query, root, text, |pattern, captures| {
-            if compiled.scan.part(pattern) != 3 {
-                return;
-            }
-            let (Some(call), Some(arguments)) = (
-                capture(captures, compiled.registrations.call),
-                capture(captures, compiled.registrations.arguments),
-            ) else {
-                return;
-            };
-            // Backward hooks are listed, never fenced (see
-            // `resolve::BACKWARD_NOT_FENCED`): one the matcher cannot follow
-            // stays unresolved rather than becoming a forward hook here.
-            if capture(captures, compiled.registrations.backward).is_some() {
-                return;
-            }
-            let method = call
-                .child_by_field_name("function")
-                .map(|f| match f.child_by_field_name("attribute") {
-                    Some(attribute) => text_of(attribute, text),
-                    None => text_of(f, text),
-                })
-                .unwrap_or_default();
-            let position = vocabulary
-                .registrar_positions
-                .get(method)
-                .copied()
-                .unwrap_or(0);
-            let Some(hook) = crate::matcher::hook_argument(arguments, text, position) else {
-                return;
-            };
-            let (line, column) = line_column(call, text);
-            facts.registrations.push(Registration {
-                line,
-                column,
-                value: value_of(hook, text, &by_start),
-                scope: owner_of(call),
-            });
-        });
+        // A register call holds its registrar's name: only around the
+        // scan query's anchors.
+        let scan_ranges = vocabulary.anchor_ranges(text);
+        crate::syntax::each_match_in(
+            &compiled.scan.query,
+            root,
+            text,
+            &scan_ranges,
+            |pattern, captures| {
+                if compiled.scan.part(pattern) != 3 {
+                    return;
+                }
+                let (Some(call), Some(arguments)) = (
+                    capture(captures, compiled.registrations.call),
+                    capture(captures, compiled.registrations.arguments),
+                ) else {
+                    return;
+                };
+                // Backward hooks are listed, never fenced (see
+                // `resolve::BACKWARD_NOT_FENCED`): one the matcher cannot follow
+                // stays unresolved rather than becoming a forward hook here.
+                if capture(captures, compiled.registrations.backward).is_some() {
+                    return;
+                }
+                let method = call
+                    .child_by_field_name("function")
+                    .map(|f| match f.child_by_field_name("attribute") {
+                        Some(attribute) => text_of(attribute, text),
+                        None => text_of(f, text),
+                    })
+                    .unwrap_or_default();
+                let position = vocabulary
+                    .registrar_positions
+                    .get(method)
+                    .copied()
+                    .unwrap_or(0);
+                let Some(hook) = crate::matcher::hook_argument(arguments, text, position) else {
+                    return;
+                };
+                let (line, column) = line_column(call, text);
+                facts.registrations.push(Registration {
+                    line,
+                    column,
+                    value: value_of(hook, text, &by_start),
+                    scope: owner_of(call),
+                });
+            },
+        );
         for (node, name, class) in locals {
             if let (Some(class), Some(owner)) = (
                 class,
@@ -687,20 +788,28 @@ impl Chain {
 
 type FunctionRef = (Arc<ModuleFacts>, usize);
 
+/// Modules read on demand, by file (`None`: could not be read or parsed),
+/// kept across the rounds of one run.
+pub type ModuleCache = Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>;
+
 /// Every indexed module, and the modules read on demand.
 pub struct ProjectIndex<'v> {
     modules: Vec<Arc<ModuleFacts>>,
     by_path: HashMap<PathBuf, usize>,
     /// Modules read on demand, by file; `None` for a file that could not be
     /// read or parsed (it is context only, never reported).
-    loaded: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    loaded: Arc<ModuleCache>,
     /// Directories modules are imported from.
     roots: Vec<PathBuf>,
     vocabulary: &'v Vocabulary,
 }
 
 impl<'v> ProjectIndex<'v> {
-    pub fn new(modules: Vec<Arc<ModuleFacts>>, vocabulary: &'v Vocabulary) -> ProjectIndex<'v> {
+    pub fn new(
+        modules: Vec<Arc<ModuleFacts>>,
+        vocabulary: &'v Vocabulary,
+        loaded: Arc<ModuleCache>,
+    ) -> ProjectIndex<'v> {
         let mut roots: Vec<PathBuf> = Vec::new();
         for module in &modules {
             if let Some(root) = import_root(&module.path, &module.module)
@@ -717,7 +826,7 @@ impl<'v> ProjectIndex<'v> {
         ProjectIndex {
             modules,
             by_path,
-            loaded: Mutex::new(HashMap::new()),
+            loaded,
             roots,
             vocabulary,
         }
@@ -934,7 +1043,7 @@ impl<'v> ProjectIndex<'v> {
 
     /// The indexed methods named `method`, when few classes define one.
     fn untyped(&self, method: &str) -> Vec<FunctionRef> {
-        if method.starts_with("__") || matches!(method, "forward" | "__call__") {
+        if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
             return Vec::new();
         }
         let mut found: Vec<FunctionRef> = Vec::new();
@@ -1014,9 +1123,9 @@ pub struct Discovered {
     pub names: std::collections::BTreeSet<String>,
     /// Protocol methods (`pre_forward`, `pre_fwd_exec`) called on hook objects,
     /// with why: every override of one in the project is a hook.
-    pub protocols: BTreeMap<String, String>,
+    pub protocols: BTreeMap<String, Found>,
     /// Plain functions called with the module: `(path, line, column) -> why`.
-    pub functions: BTreeMap<(PathBuf, usize, usize), String>,
+    pub functions: BTreeMap<(PathBuf, usize, usize), Found>,
 }
 
 impl Discovered {
@@ -1055,7 +1164,7 @@ impl Discovered {
 
     /// The discovered functions of the file at `path` (any spelling):
     /// `(line, column, why)`.
-    pub fn functions_in(&self, path: &Path) -> Vec<(usize, usize, String)> {
+    pub fn functions_in(&self, path: &Path) -> Vec<(usize, usize, Found)> {
         if self.functions.is_empty() {
             return Vec::new();
         }
@@ -1261,11 +1370,16 @@ impl ProjectIndex<'_> {
                     }
                     let targets =
                         self.functions_of(module, registration.scope, &registration.value, 0);
-                    let why = format!(
-                        "registered at {}:{}",
-                        module.path.display(),
-                        registration.line
-                    );
+                    let why = Found {
+                        how: "registration",
+                        detail: format!(
+                            "registered at {}:{}",
+                            module.path.display(),
+                            registration.line
+                        ),
+                        path: module.path.clone(),
+                        line: registration.line,
+                    };
                     for (target_module, target) in &targets {
                         let fact = &target_module.functions[*target];
                         discovered.names.insert(fact.name.clone());
@@ -1358,7 +1472,14 @@ impl ProjectIndex<'_> {
                 continue;
             }
             let when = if i < original { "before" } else { "after" };
-            let why = format!("called {when} the original forward by the forward wrapper {place}");
+            let why = Found {
+                how: "forward replacement",
+                detail: format!(
+                    "called {when} the original forward by the forward wrapper {place}"
+                ),
+                path: installed_in.path.clone(),
+                line: replacement.line,
+            };
             match &call.callee {
                 Callee::Method { receiver, method } => {
                     let receiver = receiver.as_deref();
@@ -1415,12 +1536,9 @@ pub fn identity(path: &Path) -> PathBuf {
 
 /// Reads, parses and indexes a module only needed as context.
 fn read_module(path: &Path, vocabulary: &Vocabulary) -> Option<ModuleFacts> {
-    let raw = crate::source::read_file_limited(
-        path,
-        crate::source::MAX_SOURCE_BYTES,
-        "a Python source",
-    )
-    .ok()?;
+    let raw =
+        crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
+            .ok()?;
     let source = crate::source::Source::decode(raw).ok()?;
     let tree = crate::parse::parse(&source.text)?;
     Some(ModuleFacts::build(

@@ -13,6 +13,7 @@ pub mod discover;
 pub mod edit;
 pub mod error;
 pub mod evidence;
+pub mod found;
 pub mod guard;
 pub mod index;
 pub mod interrupt;
@@ -142,6 +143,8 @@ pub struct Options {
     /// Classes of the project outside the given paths (for the class index
     /// of a partial run).
     pub context_classes: std::sync::Arc<Vec<matcher::ClassFact>>,
+    /// Modules the project index read on demand, kept across rounds.
+    pub module_cache: std::sync::Arc<index::ModuleCache>,
 }
 
 impl Default for Options {
@@ -157,6 +160,7 @@ impl Default for Options {
             discovered: std::sync::Arc::default(),
             project_root: None,
             context_classes: std::sync::Arc::default(),
+            module_cache: std::sync::Arc::default(),
         }
     }
 }
@@ -286,8 +290,12 @@ fn load(
                 anchored,
                 &discovered,
             );
-            let module =
-                index::ModuleFacts::build(path, tree.root_node(), &source.text, &options.vocabulary);
+            let module = index::ModuleFacts::build(
+                path,
+                tree.root_node(),
+                &source.text,
+                &options.vocabulary,
+            );
             (facts, module, Some(tree))
         }
         Some(shadow) => {
@@ -894,6 +902,7 @@ fn conclude(
     let project = index::ProjectIndex::new(
         loaded.iter().filter_map(|l| l.module.clone()).collect(),
         &options.vocabulary,
+        std::sync::Arc::clone(&options.module_cache),
     );
     // The register calls the matcher could not follow, for the index to try.
     let mut unresolved = std::collections::HashSet::new();
@@ -1138,6 +1147,22 @@ pub fn run(
             }
         }
         cli::Format::Diff => match (settings.mode, &settings.stdin_name) {
+            (Mode::List, _) if let Some(target) = &settings.explain => {
+                match report::explain(&analysis, target) {
+                    Some(lines) => {
+                        for line in lines {
+                            writeln!(stdout, "{line}")?;
+                        }
+                    }
+                    None => {
+                        writeln!(
+                            stderr,
+                            "hookfence: --explain {target}: no hook site there (`hookfence --list` shows every site)"
+                        )?;
+                        return Ok(exit::ERROR);
+                    }
+                }
+            }
             (Mode::List, _) => {
                 for line in report::list_lines(&analysis) {
                     writeln!(stdout, "{line}")?;

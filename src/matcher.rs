@@ -92,7 +92,7 @@ pub struct Candidate {
     pub registered_at: Option<Position>,
     /// Why it is a hook when it was found by use: what calls it around the
     /// original forward (see [`crate::index::Discovered`]).
-    pub discovered: Option<String>,
+    pub discovered: Option<crate::found::Found>,
     /// Whether its body does nothing: `pass`, `...`, a docstring, or returns
     /// its own parameters (a protocol base's pass-through).
     pub trivial: bool,
@@ -854,7 +854,7 @@ pub fn analyze_with(
     text: &str,
     vocabulary: &Vocabulary,
     anchored: bool,
-    discovered: &[(usize, usize, String)],
+    discovered: &[(usize, usize, crate::found::Found)],
 ) -> FileFacts {
     let root = tree.root_node();
     let ranges = anchored.then(|| vocabulary.anchor_ranges(text));

@@ -271,7 +271,19 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
                 Some(b'.') => {
                     bytes.get(after) == Some(&b'=') && bytes.get(after + 1) != Some(&b'=')
                 }
-                Some(quote @ (b'"' | b'\'')) => bytes.get(end) == Some(&quote),
+                // `setattr(m, "forward", f)`: the string follows a comma,
+                // and `setattr` comes shortly before.
+                Some(quote @ (b'"' | b'\'')) => {
+                    let mut j = i - 1;
+                    while j > 0 && is_gap(bytes[j - 1]) {
+                        j -= 1;
+                    }
+                    bytes.get(end) == Some(&quote)
+                        && j > 0
+                        && bytes[j - 1] == b','
+                        && memchr::memmem::rfind(&bytes[j.saturating_sub(256)..j], b"setattr")
+                            .is_some()
+                }
                 _ => false,
             }
         }

@@ -227,7 +227,10 @@ fn line_problem(line: &str) -> Option<String> {
     let ok = if let Some(decorator) = line.strip_prefix('@') {
         is_call_or_name(decorator)
     } else if let Some(module) = line.strip_prefix("import ") {
-        is_dotted(module, false)
+        match module.split_once(" as ") {
+            Some((module, alias)) => is_dotted(module, false) && is_identifier(alias),
+            None => is_dotted(module, false),
+        }
     } else if let Some(rest) = line.strip_prefix("from ") {
         rest.split_once(" import ")
             .is_some_and(|(module, name)| is_dotted(module, true) && is_identifier(name))
@@ -419,6 +422,17 @@ mod tests {
                 );
             });
         }
+    }
+
+    #[test]
+    fn inserted_imports_may_bind_an_alias() {
+        // The decorate strategy binds torch under a fresh name where `torch`
+        // may mean something else (see `scope`).
+        assert_eq!(line_problem("import torch as _torch"), None);
+        assert_eq!(line_problem("import torch as _hookfence_torch"), None);
+        assert!(line_problem("import torch as 3").is_some());
+        assert!(line_problem("import torch as class").is_some());
+        assert!(line_problem("import torch as a b").is_some());
     }
 
     #[test]

@@ -188,6 +188,9 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
                 "kind": kind,
                 "qualname": if e.site.is_some() { Value::from(e.qualname) } else { Value::Null },
                 "reason": e.reason,
+                "evidence": e.site.map_or(Value::Array(Vec::new()), |s| json!(s.evidence)),
+                "discounted": e.site.map_or(Value::Array(Vec::new()), |s| json!(s.discounted)),
+                "discovered_by": e.site.map_or(Value::Array(Vec::new()), |s| json!(s.discovered_by)),
                 "edits": edits,
             })
         })
@@ -361,4 +364,91 @@ pub fn github(analysis: &Analysis) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Whether `site` of `file` is what `--explain TARGET` names: `PATH:LINE`
+/// with LINE anywhere in its definition, or its qualified name.
+fn names_site(target: &str, file: &FileReport, site: &HookSite) -> bool {
+    if site.candidate.qualname == target {
+        return true;
+    }
+    let Some((path, line)) = target.rsplit_once(':') else {
+        return false;
+    };
+    let Ok(line) = line.parse::<usize>() else {
+        return false;
+    };
+    let same_file = std::path::Path::new(path) == file.path
+        || std::fs::canonicalize(path).ok() == std::fs::canonicalize(&file.path).ok();
+    if !same_file {
+        return false;
+    }
+    let text = &file.source.text;
+    let (start, end) = site.candidate.span;
+    let first = text[..start.min(text.len())].matches('\n').count() + 1;
+    let last = text[..end.min(text.len())].matches('\n').count() + 1;
+    (first..=last).contains(&line) || line == site.candidate.at.line
+}
+
+/// What `--explain TARGET` prints for each site it names (the innermost
+/// first when a line falls in nested definitions); `None` when it names none.
+pub fn explain(analysis: &Analysis, target: &str) -> Option<Vec<String>> {
+    let mut named: Vec<(&FileReport, &HookSite)> = analysis
+        .files
+        .iter()
+        .flat_map(|f| f.sites.iter().map(move |s| (f, s)))
+        .filter(|(f, s)| names_site(target, f, s))
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    // The innermost definition around the line: the shortest span.
+    named.sort_by_key(|(_, s)| s.candidate.span.1 - s.candidate.span.0);
+    let (file, site) = named[0];
+    let at = &site.candidate.at;
+    let mut lines = vec![format!(
+        "{}:{}:{}  {}",
+        file.path.display(),
+        at.line,
+        at.column,
+        site.candidate.qualname
+    )];
+    lines.push("  found by:".to_owned());
+    for found in &site.discovered_by {
+        lines.push(format!(
+            "    {}: {} ({}:{})",
+            found.how,
+            found.detail,
+            found.path.display(),
+            found.line
+        ));
+    }
+    lines.push("  evidence:".to_owned());
+    if site.evidence.is_empty() {
+        lines.push("    none: no sign of offload work in its body or in what it calls".to_owned());
+    }
+    for step in &site.evidence {
+        lines.push(format!(
+            "    {}: {} ({}:{})",
+            step.kind,
+            step.detail,
+            step.path.display(),
+            step.line
+        ));
+    }
+    lines.push("  discounted:".to_owned());
+    if site.discounted.is_empty() {
+        lines.push("    nothing".to_owned());
+    }
+    for discounted in &site.discounted {
+        lines.push(format!("    {discounted}"));
+    }
+    let decision = match &site.status {
+        Status::Unfenced { .. } if site.fix.is_some() => {
+            "unfenced offload hook: hookfence fences it (--check fails until it is)".to_owned()
+        }
+        status => format!("{}: {}", status.name(), reason(site)),
+    };
+    lines.push(format!("  decision: {decision}"));
+    Some(lines)
 }

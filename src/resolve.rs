@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use crate::found::Found;
 use crate::matcher::{Candidate, ClassFact, FenceState};
 
 /// What hookfence does with one hook site.
@@ -64,6 +65,8 @@ pub struct HookSite {
     pub evidence: Vec<EvidenceStep>,
     /// Signs in its own body that were not counted, each with the reason.
     pub discounted: Vec<String>,
+    /// How it was found to be a hook, each rule with its place.
+    pub discovered_by: Vec<Found>,
 }
 
 /// One step from a hook to its evidence: a call into another function, or
@@ -141,24 +144,36 @@ pub fn decide(
     path: &std::path::Path,
     chain: impl FnOnce(&Candidate) -> Option<crate::index::Chain>,
 ) -> Option<HookSite> {
-    let mut why = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
+    let here = |how: &'static str, detail: String, line: usize| Found {
+        how,
+        detail,
+        path: path.to_path_buf(),
+        line,
+    };
     let mut lineage = Vec::new();
     if let Some(owner) = &candidate.owner
         && !vocabulary.is_protocol_base(&owner.class)
         && let Some(chain) = index.lineage(&owner.bases, &vocabulary.protocol_bases)
     {
         let base = chain.last().cloned().unwrap_or_default();
-        if chain.len() > 1 {
-            why.push(format!("subclass of {base} via {}", chain[0]));
+        let detail = if chain.len() > 1 {
+            format!("subclass of {base} via {}", chain[0])
         } else {
-            why.push(format!("subclass of {base}"));
-        }
+            format!("subclass of {base}")
+        };
+        let how = if crate::vocabulary::DEFAULT_PROTOCOL_BASES.contains(&base.as_str()) {
+            "protocol"
+        } else {
+            "configuration"
+        };
+        found.push(here(how, detail, candidate.at.line));
         lineage = chain;
     }
     if let Some(owner) = &candidate.owner
         && lineage.is_empty()
         && !vocabulary.is_protocol_base(&owner.class)
-        && let Some(found) = candidate
+        && let Some(by_use) = candidate
             .qualname
             .rsplit('.')
             .next()
@@ -168,25 +183,37 @@ pub fn decide(
             // The protocol's own pass-through: nothing to fence.
             return None;
         }
-        why.push(format!("hook protocol method, {found}"));
+        found.push(Found {
+            detail: format!("hook protocol method, {}", by_use.detail),
+            ..by_use.clone()
+        });
     }
     match (candidate.registered_at, &candidate.backward) {
-        (Some(at), Some(registrar)) => why.push(format!(
-            "registered with {registrar} at {}:{}",
-            path.display(),
-            at.line
+        (Some(at), Some(registrar)) => found.push(here(
+            "registration",
+            format!(
+                "registered with {registrar} at {}:{}",
+                path.display(),
+                at.line
+            ),
+            at.line,
         )),
-        (Some(at), None) => why.push(format!("registered at {}:{}", path.display(), at.line)),
+        (Some(at), None) => found.push(here(
+            "registration",
+            format!("registered at {}:{}", path.display(), at.line),
+            at.line,
+        )),
         (None, _) => {}
     }
-    if let Some(found) = &candidate.discovered
-        && !(candidate.registered_at.is_some() && found.starts_with("registered at"))
+    if let Some(by_use) = &candidate.discovered
+        && !(candidate.registered_at.is_some() && by_use.how == "registration")
     {
-        why.push(found.clone());
+        found.push(by_use.clone());
     }
     // A protocol hook that is also registered for backward stays a forward
     // hook.
     let backward = candidate.backward.clone().filter(|_| lineage.is_empty());
+    let why: Vec<String> = found.iter().map(|f| f.detail.clone()).collect();
     if why.is_empty() {
         return None;
     }
@@ -284,6 +311,7 @@ pub fn decide(
         fix: None,
         evidence,
         discounted,
+        discovered_by: found,
     })
 }
 

@@ -28,6 +28,29 @@ pub fn each_match<'t>(
     }
 }
 
+/// [`each_match`], looking only at matches that overlap one of `ranges`
+/// (each match once, though it may overlap several).
+pub fn each_match_in<'t>(
+    query: &Query,
+    node: Node<'t>,
+    text: &str,
+    ranges: &[std::ops::Range<usize>],
+    mut each: impl FnMut(usize, &[QueryCapture<'t>]),
+) {
+    let mut cursor = QueryCursor::new();
+    let mut seen = std::collections::HashSet::new();
+    for range in ranges {
+        cursor.set_byte_range(range.clone());
+        let mut matches = cursor.matches(query, node, text.as_bytes());
+        while let Some(m) = matches.next() {
+            let key: Vec<usize> = m.captures().iter().map(|c| c.node.id()).collect();
+            if seen.insert((m.pattern_index, key)) {
+                each(m.pattern_index, m.captures());
+            }
+        }
+    }
+}
+
 /// The dotted name an identifier/attribute chain spells (`torch.compiler.disable`),
 /// or `None` for anything else (a subscript, a call, ...).
 pub fn dotted_name(node: Node<'_>, text: &str) -> Option<String> {

@@ -21,7 +21,7 @@ pub struct Vocabulary {
     settings: config::Settings,
     /// Protocol methods found by use (see [`crate::index::Discovered`]): a
     /// method of that name in any class is a hook, whatever its bases.
-    pub discovered_protocols: std::collections::BTreeMap<String, String>,
+    pub discovered_protocols: std::collections::BTreeMap<String, crate::found::Found>,
     /// The spliced `hook_methods.scm` and `registrations.scm`.
     hook_methods_scm: String,
     registrations_scm: String,

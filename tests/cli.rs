@@ -714,7 +714,7 @@ fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
         );
         assert!(
             run.stderr.contains(
-                "swap.py:4:1: skipped evict: backward hook that moves or casts module state via .to(...) (registered with register_full_backward_hook at swap.py:9); backward hooks are not fenced"
+                "swap.py:4:1: skipped evict: backward hook that moves module state via .to(...) (registered with register_full_backward_hook at swap.py:9); backward hooks are not fenced"
             ),
             "{args:?}\n{run}"
         );
@@ -2096,7 +2096,7 @@ fn list_prints_every_site_with_status_qualname_and_reason() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{run}");
     let expect = [
-        ("hooks.py:6:5  unfenced  CpuOffload.pre_forward  moves or casts module state via .to(...); subclass of ModelHook"),
+        ("hooks.py:6:5  unfenced  CpuOffload.pre_forward  moves module state via .to(...); subclass of ModelHook"),
         ("hooks.py:11:5  fenced  CpuOffload.post_forward  fenced by @torch.compiler.disable()"),
         ("hooks.py:17:5  not-offload  CacheHook.pre_forward  "),
         ("hooks.py:23:5  suppressed  Traced.pre_forward  hookfence: ignore on line 22 (custom op stays in the graph)"),
@@ -2989,4 +2989,74 @@ fn help_is_golden() {
     settings.set_snapshot_path("../snapshots");
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!("help", String::from_utf8_lossy(&run.stdout)));
+}
+
+const EXPLAINED: &[(&str, &[u8])] = &[
+    ("pkg/__init__.py", b""),
+    (
+        "pkg/hooks.py",
+        b"import torch\n\nfrom .moves import swap_in\n\n\ndef _pre(module, args):\n    swap_in(module)\n\n\ndef _post(module, args, output):\n    return output.to(torch.float32)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(_pre)\n    model.register_forward_hook(_post)\n",
+    ),
+    (
+        "pkg/moves.py",
+        b"def swap_in(module):\n    for p in module.parameters():\n        p.data = p.data.cuda(non_blocking=True)\n",
+    ),
+];
+
+#[test]
+fn explain_names_how_a_site_was_found_its_evidence_chain_and_the_decision() {
+    let p = Project::new(EXPLAINED);
+    let run = p.run(&["--explain", "pkg/hooks.py:7"]);
+    run.expect_code(0);
+    let text = run.stdout_str();
+    for expected in [
+        "pkg/hooks.py:6:1  _pre",
+        "registration: registered at pkg/hooks.py:15 (pkg/hooks.py:15)",
+        "call: swap_in (pkg/moves.py:1)",
+        "data: assigns to .data (pkg/moves.py:3)",
+        "decision: unfenced offload hook",
+    ] {
+        assert!(
+            text.contains(expected),
+            "{expected:?} missing from:\n{text}"
+        );
+    }
+    // A qualified name works too, and says what was discounted.
+    let run = p.run(&["--explain", "_post", "pkg"]);
+    run.expect_code(0);
+    let text = run.stdout_str();
+    assert!(text.contains("is cast to a dtype"), "{text}");
+    assert!(text.contains("decision: not-offload"), "{text}");
+    // No site there: exit 2, saying so.
+    let run = p.run(&["--explain", "pkg/moves.py:1"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("no hook site there"), "{run}");
+}
+
+#[test]
+fn json_sites_carry_the_evidence_chain_and_how_they_were_found() {
+    let p = Project::new(EXPLAINED);
+    let run = p.run(&["--format", "json", "pkg"]);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let site = doc["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["qualname"] == "_pre")
+        .unwrap();
+    assert_eq!(site["evidence"][0]["kind"], "call");
+    assert_eq!(site["evidence"][0]["detail"], "swap_in");
+    assert_eq!(site["evidence"][0]["path"], "pkg/moves.py");
+    assert_eq!(site["evidence"][1]["kind"], "data");
+    assert_eq!(site["evidence"][1]["line"], 3);
+    assert_eq!(site["discovered_by"][0]["how"], "registration");
+    assert_eq!(site["discovered_by"][0]["line"], 15);
+    let post = doc["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["qualname"] == "_post")
+        .unwrap();
+    assert_eq!(post["status"], "not-offload");
+    assert!(post["discounted"][0].as_str().unwrap().contains("dtype"));
 }

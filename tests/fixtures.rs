@@ -511,7 +511,9 @@ fn projects_give_the_same_answer_with_and_without_the_prefilter_and_from_each_fi
 #[test]
 fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
     // A vertical tab is blank to tree-sitter, so the re-parse accepts the
-    // import line; CPython does not: the guard refuses the rewrite.
+    // decorator line; CPython does not: the guard refuses the rewrite. (The
+    // command line refuses such a decorator earlier; the library is asked
+    // directly here, so the last guard is what stops it.)
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hooks.py");
     std::fs::write(
@@ -519,9 +521,12 @@ fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
         "import torch\n\n\ndef _h(m, a):\n    m.to('cuda')\n\n\ndef attach(model):\n    model.register_forward_pre_hook(_h)\n",
     )
     .unwrap();
+    let settings = hookfence::config::Settings {
+        decorator: Some("torch.compiler.disable\u{b}()".to_owned()),
+        ..Default::default()
+    };
     let options = hookfence::Options {
-        strategy: hookfence::plan::Strategy::Wrap,
-        helper_module: Some("helpers\u{b}".to_owned()),
+        vocabulary: std::sync::Arc::new(hookfence::vocabulary::Vocabulary::new(&settings)),
         ..hookfence::Options::default()
     };
     let analysis = hookfence::analyze(std::slice::from_ref(&path), &options);
@@ -529,7 +534,7 @@ fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
     assert_eq!(analysis.errors.len(), 1, "{:?}", analysis.errors);
     let report = analysis.errors[0].report();
     assert!(
-        report.starts_with(&format!("{}:2:1: ", path.display()))
+        report.starts_with(&format!("{}:4:1: ", path.display()))
             && report.contains("CPython would reject it")
             && report.contains("control character"),
         "{report}"

@@ -297,3 +297,114 @@ fn diffusers_offload_hooks_are_fenced_and_cache_guidance_parallel_hooks_are_not(
         Some(0)
     );
 }
+
+/// Downloads (once, hash-checked) and unpacks DeepSpeed 0.16.5's sdist.
+fn deepspeed_sdist() -> tempfile::TempDir {
+    const SHA256: &str = "29e007a2bdafb1431b7a021126dace0126ce53c57eb79db1ba85a1484c0b770e";
+    let dir = cache_dir().with_file_name("sdists");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sdist = dir.join("deepspeed-0.16.5.tar.gz");
+    if !sdist.exists() {
+        let reqs = dir.join("deepspeed-0.16.5.txt");
+        std::fs::write(&reqs, format!("deepspeed==0.16.5 --hash=sha256:{SHA256}\n")).unwrap();
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+            ])
+            .arg("--no-build-isolation")
+            .arg("--require-hashes")
+            .arg("-r")
+            .arg(&reqs)
+            .arg("-d")
+            .arg(&dir)
+            .status()
+            .expect("python3 -m pip runs");
+        assert!(status.success(), "pip download deepspeed==0.16.5 failed");
+    }
+    let digest = Command::new("sha256sum").arg(&sdist).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&digest.stdout).starts_with(SHA256),
+        "{} does not hash to the pin",
+        sdist.display()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let status = Command::new("tar")
+        .arg("xzf")
+        .arg(&sdist)
+        .arg("-C")
+        .arg(out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    out
+}
+
+#[test]
+fn deepspeed_zero3_hooks_are_offload_through_their_calls_and_timing_hooks_are_not() {
+    let tree = deepspeed_sdist();
+    let root = tree.path().join("deepspeed-0.16.5");
+    let out = hookfence(&["--list", "deepspeed"], &root);
+    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line_of = |qualname: &str| -> String {
+        list.lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(qualname))
+            .unwrap_or_else(|| panic!("{qualname} missing from:\n{list}"))
+            .to_owned()
+    };
+    for (hook, callee, sign) in [
+        (
+            "DeepSpeedZeRoOffload._register_deepspeed_module.<locals>._pre_forward_module_hook",
+            "DeepSpeedZeRoOffload.pre_sub_module_forward_function",
+            "fetch_sub_module",
+        ),
+        (
+            "DeepSpeedZeRoOffload._register_deepspeed_module.<locals>._post_forward_module_hook",
+            "DeepSpeedZeRoOffload.post_sub_module_forward_function",
+            "release_sub_module",
+        ),
+    ] {
+        let line = line_of(hook);
+        assert!(line.contains("  unfenced  "), "{line}");
+        assert!(
+            line.contains(sign) && line.contains(&format!("via {callee}")),
+            "{line}"
+        );
+        assert!(
+            line.contains("deepspeed/runtime/zero/parameter_offload.py:"),
+            "{line}"
+        );
+    }
+    for timing in [
+        "InferenceEngine._pre_forward_hook",
+        "InferenceEngine._post_forward_hook",
+        "FlopsProfiler.start_profile.<locals>.register_module_hooks.<locals>.start_time_hook",
+        "FlopsProfiler.start_profile.<locals>.register_module_hooks.<locals>.end_time_hook",
+    ] {
+        let line = line_of(timing);
+        assert!(line.contains("  not-offload  "), "{line}");
+    }
+    let explained = hookfence(
+        &[
+            "--explain",
+            "deepspeed/runtime/zero/parameter_offload.py:292",
+        ],
+        &root,
+    );
+    let text = String::from_utf8_lossy(&explained.stdout);
+    assert_eq!(explained.status.code(), Some(0), "{text}");
+    assert!(text.contains("registration: registered at"), "{text}");
+    assert!(
+        text.contains("call: DeepSpeedZeRoOffload.pre_sub_module_forward_function"),
+        "{text}"
+    );
+    assert!(
+        text.contains("params: gathers, fetches or releases parameters via fetch_sub_module"),
+        "{text}"
+    );
+}
