@@ -359,7 +359,6 @@ const STATE_WORDS: &[&str] = &[
     "block",
     "buffer",
     "submodule",
-    "state",
 ];
 
 /// Whether `receiver` is module state: the hook's module, an attribute of it
@@ -389,7 +388,19 @@ fn is_module_state(receiver: Node<'_>, owner: Option<Node<'_>>, text: &str) -> b
         }
     }
     let lower = root.to_ascii_lowercase();
-    STATE_WORDS.iter().any(|w| lower.contains(w))
+    // `hidden_states`, `layer_outputs`: activations, whatever else they say.
+    let activation = [
+        "output",
+        "input",
+        "hidden",
+        "logit",
+        "activation",
+        "states",
+        "grad",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    !activation && STATE_WORDS.iter().any(|w| lower.contains(w))
 }
 
 /// The first argument of `call` when it is an activation: the hook's inputs
@@ -681,6 +692,8 @@ mod tests {
             "def h(m, args, out):\n    key = hash(out.cpu())\n",
             "def h(m, args, out):\n    self.seen.append(out.cpu())\n",
             "def h(m, args, out):\n    arr = out.cpu().numpy()\n",
+            "def h(self, model, input, output):\n    self.svd.fit(states.to(torch.float32))\n",
+            "def h(m, args, out):\n    hidden_states.to(torch.bfloat16)\n",
         ] {
             let found = signs(source);
             assert_eq!(found.len(), 1, "{source}");

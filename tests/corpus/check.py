@@ -227,7 +227,11 @@ def apply_edits(old, sites):
     edits = []
     for site in sites:
         for e in site.get("edits") or []:
-            edits.append((e["start"], e["end"], e["insert"].encode("utf-8")))
+            edit = (e["start"], e["end"], e["insert"].encode("utf-8"))
+            # Sites of one file share the `import torch` edit: it is
+            # reported with each and applied once (as hookfence applies it).
+            if edit not in edits:
+                edits.append(edit)
     # Stable: at one offset, edits keep their reported order.
     out = bytearray(old)
     for start, end, insert in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
