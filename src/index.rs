@@ -959,23 +959,7 @@ impl<'v> ProjectIndex<'v> {
     ) -> Vec<FunctionRef> {
         let caller = &module.functions[function];
         match &call.callee {
-            Callee::Name(name) => {
-                let here = module.functions_named(name, Some(caller.start));
-                if !here.is_empty() {
-                    return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
-                }
-                if let Some(path) = module.imports.get(name)
-                    && let Some((module_path, function_name)) = path.rsplit_once('.')
-                    && let Some(target) = self.module_named(module_path, module)
-                {
-                    return target
-                        .functions_named(function_name, None)
-                        .into_iter()
-                        .map(|i| (Arc::clone(&target), i))
-                        .collect();
-                }
-                Vec::new()
-            }
+            Callee::Name(name) => self.named_function(module, name, Some(caller.start)),
             Callee::Method { receiver, method } => {
                 let receiver = receiver.as_deref();
                 let self_class = caller.self_class.as_deref();
@@ -1326,26 +1310,35 @@ impl ProjectIndex<'_> {
         }
     }
 
+    /// The functions a bare name called in `module` means: a closure of
+    /// `outer` or a module-level def there, else the function it imports.
+    fn named_function(
+        &self,
+        module: &Arc<ModuleFacts>,
+        name: &str,
+        outer: Option<usize>,
+    ) -> Vec<FunctionRef> {
+        let here = module.functions_named(name, outer);
+        if !here.is_empty() {
+            return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
+        }
+        if let Some(path) = module.imports.get(name)
+            && let Some((module_path, function_name)) = path.rsplit_once('.')
+            && let Some(target) = self.module_named(module_path, module)
+        {
+            return target
+                .functions_named(function_name, None)
+                .into_iter()
+                .map(|i| (Arc::clone(&target), i))
+                .collect();
+        }
+        Vec::new()
+    }
+
     /// [`ProjectIndex::targets`] for code at module level.
     fn module_level_targets(&self, module: &Arc<ModuleFacts>, call: &CallFact) -> Vec<FunctionRef> {
         match &call.callee {
-            Callee::Name(name) => {
-                let here = module.functions_named(name, None);
-                if !here.is_empty() {
-                    return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
-                }
-                if let Some(path) = module.imports.get(name)
-                    && let Some((module_path, function_name)) = path.rsplit_once('.')
-                    && let Some(target) = self.module_named(module_path, module)
-                {
-                    return target
-                        .functions_named(function_name, None)
-                        .into_iter()
-                        .map(|i| (Arc::clone(&target), i))
-                        .collect();
-                }
-                Vec::new()
-            }
+            Callee::Name(name) => self.named_function(module, name, None),
             Callee::Method {
                 receiver: Some(r),
                 method,
