@@ -215,7 +215,15 @@ fn judge_move(
             )),
         );
     }
-    let passed_on = owner.is_some_and(|f| passes_on(call, f, text));
+    // Only the hook's own inputs or outputs (its parameters, or items taken
+    // from them) passed on count: a tensor it makes and returns is no
+    // weight on its way to a device.
+    let hook_value = owner.is_some_and(|f| {
+        receiver
+            .and_then(|r| root_name(r, text))
+            .is_some_and(|root| is_hook_value(f, root, text))
+    });
+    let passed_on = hook_value && owner.is_some_and(|f| passes_on(call, f, text));
     if (device || unknown) && passed_on {
         return (
             format!("moves `{name}`, which it passes on, to a device via {via}"),
@@ -419,6 +427,49 @@ fn activation_argument(call: Node<'_>, owner: Option<Node<'_>>, text: &str) -> O
         .skip(1);
     let hook_value = after_module.any(|p| p == root);
     (hook_value || is_activation_name(root)).then(|| crate::syntax::short(text_of(first, text)))
+}
+
+/// Whether `name` in `function` is one of its parameters, or a loop variable
+/// over one (`for a in args`, `tuple(a.cuda() for a in args)`).
+fn is_hook_value(function: Node<'_>, name: &str, text: &str) -> bool {
+    let parameters = parameter_names(function, text);
+    if parameters.iter().any(|p| p == name && p != "self") {
+        return true;
+    }
+    let Some(body) = function.child_by_field_name("body") else {
+        return function.kind() == "lambda";
+    };
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "for_statement" | "for_in_clause")
+            && let (Some(left), Some(right)) = (
+                node.child_by_field_name("left"),
+                node.child_by_field_name("right"),
+            )
+        {
+            let words = |n: Node<'_>| -> Vec<String> {
+                text_of(n, text)
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            if words(left).iter().any(|w| w == name)
+                && words(right)
+                    .iter()
+                    .any(|w| parameters.contains(w) && w != "self")
+            {
+                return true;
+            }
+        }
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            if !crate::syntax::is_function(child) {
+                stack.push(child);
+            }
+        }
+    }
+    false
 }
 
 /// Names that, by convention, hold activations, not modules.
@@ -694,6 +745,7 @@ mod tests {
             "def h(m, args, out):\n    arr = out.cpu().numpy()\n",
             "def h(self, model, input, output):\n    self.svd.fit(states.to(torch.float32))\n",
             "def h(m, args, out):\n    hidden_states.to(torch.bfloat16)\n",
+            "def make(self, batch):\n    return torch.full((batch, 2), 0.5).to(self.device)\n",
         ] {
             let found = signs(source);
             assert_eq!(found.len(), 1, "{source}");

@@ -902,20 +902,11 @@ impl<'v> ProjectIndex<'v> {
                 return vec![(target, class.to_owned())];
             }
         }
-        let mut found: Vec<(Arc<ModuleFacts>, String)> = self
-            .modules
-            .iter()
+        self.neighbourhood(module)
+            .into_iter()
             .filter(|m| m.classes.contains_key(&last))
-            .map(|m| (Arc::clone(m), last.clone()))
-            .collect();
-        found.extend(
-            self.lock()
-                .values()
-                .flatten()
-                .filter(|m| m.classes.contains_key(&last))
-                .map(|m| (Arc::clone(m), last.clone())),
-        );
-        found
+            .map(|m| (m, last.clone()))
+            .collect()
     }
 
     /// The method `method` of class `class` in `module`, or of its bases.
@@ -1020,29 +1011,51 @@ impl<'v> ProjectIndex<'v> {
                         return Vec::new();
                     }
                 }
-                self.untyped(method)
+                self.untyped(module, method)
             }
         }
     }
 
     /// The indexed methods named `method`, when few classes define one.
-    fn untyped(&self, method: &str) -> Vec<FunctionRef> {
+    fn untyped(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
         if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
             return Vec::new();
         }
         let mut found: Vec<FunctionRef> = Vec::new();
-        let loaded: Vec<Arc<ModuleFacts>> = self.lock().values().flatten().cloned().collect();
-        for module in self.modules.iter().chain(loaded.iter()) {
+        for module in self.neighbourhood(module) {
             for class in module.classes.values() {
                 for &i in &class.methods {
                     if module.functions[i].name == method {
-                        found.push((Arc::clone(module), i));
+                        found.push((Arc::clone(&module), i));
                     }
                 }
             }
         }
         if found.len() > MOST_UNTYPED_TARGETS {
             return Vec::new();
+        }
+        found
+    }
+
+    /// `module` and the project modules it imports (read from disk by
+    /// name): where a name of unknown origin is looked up. It does not
+    /// depend on which files the run happened to parse, so the prefilter
+    /// cannot change an answer.
+    fn neighbourhood(&self, module: &Arc<ModuleFacts>) -> Vec<Arc<ModuleFacts>> {
+        let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
+        let mut paths: Vec<&String> = module.imports.values().collect();
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let target = self.module_named(path, module).or_else(|| {
+                path.rsplit_once('.')
+                    .and_then(|(parent, _)| self.module_named(parent, module))
+            });
+            if let Some(target) = target
+                && !found.iter().any(|m| m.path == target.path)
+            {
+                found.push(target);
+            }
         }
         found
     }
