@@ -723,7 +723,7 @@ fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
     let list = p.run(&["--list"]);
     list.expect_code(0);
     assert!(
-        list.stdout_str().contains("swap.py:4:1  backward  evict  moves or casts module state via .to(...); backward hooks are not fenced"),
+        list.stdout_str().contains("swap.py:4:1  backward  evict  moves module state via .to(...); backward hooks are not fenced"),
         "{list}"
     );
     let run = p.run(&["--format", "json", "."]);
