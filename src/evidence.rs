@@ -13,7 +13,7 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use crate::queries::QUERIES;
-use crate::syntax::{enclosing_function, parameter_names, root_name, text_of};
+use crate::syntax::{parameter_names, root_name, text_of};
 
 /// One sign found in a function's body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,6 +38,15 @@ impl Sign {
 /// Every sign in a file, each with the start byte of the innermost `def` or
 /// `lambda` it stands in (`None` at module or class level), in text order.
 pub fn signs_in_file(root: Node<'_>, text: &str) -> Vec<(Option<usize>, Sign)> {
+    signs_in_file_with(root, text, &crate::syntax::Enclosing::functions_under(root))
+}
+
+/// [`signs_in_file`], with every function of the tree at `root` given.
+pub fn signs_in_file_with(
+    root: Node<'_>,
+    text: &str,
+    functions: &crate::syntax::Enclosing<'_>,
+) -> Vec<(Option<usize>, Sign)> {
     let q = &QUERIES.offload_evidence;
     let names = q.compiled.query.capture_names();
     let mut found: Vec<(usize, Option<usize>, Sign)> = Vec::new();
@@ -51,7 +60,7 @@ pub fn signs_in_file(root: Node<'_>, text: &str) -> Vec<(Option<usize>, Sign)> {
             if matches!(kind, "call" | "storage_of") {
                 continue;
             }
-            let owner = enclosing_function(c.node);
+            let owner = functions.around(c.node);
             let detail = text_of(c.node, text);
             let sign = judge(kind, detail, c.node, call, owner, text);
             let Some(sign) = sign else { continue };
@@ -72,11 +81,15 @@ pub fn signs_in_function(function: Node<'_>, text: &str) -> Vec<Sign> {
     let Some(body) = function.child_by_field_name("body") else {
         return Vec::new();
     };
-    signs_in_file(body, text)
-        .into_iter()
-        .filter(|(owner, _)| owner.is_none() || *owner == Some(function.start_byte()))
-        .map(|(_, sign)| sign)
-        .collect()
+    signs_in_file_with(
+        body,
+        text,
+        &crate::syntax::Enclosing::functions_under(function),
+    )
+    .into_iter()
+    .filter(|(owner, _)| owner.is_none() || *owner == Some(function.start_byte()))
+    .map(|(_, sign)| sign)
+    .collect()
 }
 
 fn judge(

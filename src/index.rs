@@ -20,7 +20,7 @@ use tree_sitter::Node;
 use crate::evidence::{self, Sign};
 use crate::found::Found;
 use crate::queries::QUERIES;
-use crate::syntax::{capture, dotted_name, enclosing_function, text_of};
+use crate::syntax::{Enclosing, capture, dotted_name, text_of};
 use crate::vocabulary::Vocabulary;
 
 /// Method names too common to look up by name alone on a receiver of
@@ -279,19 +279,19 @@ impl ModuleFacts {
         let mut returned = Vec::new();
         let mut assigned = Vec::new();
         let mut self_attributes = Vec::new();
+        let mut defs: Vec<(Node<'_>, String)> = Vec::new();
+        let mut class_nodes: Vec<Node<'_>> = Vec::new();
         crate::syntax::each_match(&q.combined.query, root, text, |_, captures| {
             if let Some(def) = capture(captures, q.def).or_else(|| capture(captures, q.lambda)) {
                 let name = capture(captures, q.def_name)
                     .map_or("<lambda>".to_owned(), |n| text_of(n, text).to_owned());
-                by_start.insert(def.start_byte(), facts.functions.len());
-                facts
-                    .functions
-                    .push(function_fact(def, name, text, &bindings, vocabulary));
+                defs.push((def, name));
             } else if let (Some(class), Some(name)) =
                 (capture(captures, q.class), capture(captures, q.class_name))
             {
                 let name = text_of(name, text).to_owned();
                 classes_by_start.insert(class.start_byte(), name.clone());
+                class_nodes.push(class);
                 facts.classes.entry(name.clone()).or_insert(ClassFacts {
                     name,
                     bases: crate::matcher::class_bases(class, text),
@@ -350,8 +350,20 @@ impl ModuleFacts {
             }
         });
 
+        // Every def and lambda, and every class, is captured above: the
+        // innermost one around a node is found from their spans.
+        let functions = Enclosing::new(defs.iter().map(|(def, _)| *def).collect());
+        let classes = Enclosing::new(class_nodes);
+        let class_of = |node: Node<'_>| classes.around(node);
+        for (def, name) in defs {
+            by_start.insert(def.start_byte(), facts.functions.len());
+            let fact = function_fact(def, name, text, &bindings, vocabulary, &functions, &classes);
+            facts.functions.push(fact);
+        }
         let owner_of = |node: Node<'_>| {
-            enclosing_function(node).and_then(|f| by_start.get(&f.start_byte()).copied())
+            functions
+                .around(node)
+                .and_then(|f| by_start.get(&f.start_byte()).copied())
         };
         for (call, callee) in calls {
             let Some(owner) = owner_of(call) else {
@@ -471,11 +483,8 @@ impl ModuleFacts {
             },
         );
         for (node, name, class) in locals {
-            if let (Some(class), Some(owner)) = (
-                class,
-                enclosing_function(node).and_then(|f| by_start.get(&f.start_byte())),
-            ) {
-                facts.functions[*owner].locals.insert(name, class);
+            if let (Some(class), Some(owner)) = (class, owner_of(node)) {
+                facts.functions[owner].locals.insert(name, class);
             }
         }
         for (node, name, class) in attributes {
@@ -488,7 +497,7 @@ impl ModuleFacts {
         }
 
         // Signs, each given to the innermost function around it.
-        for (owner, sign) in evidence::signs_in_file(root, text) {
+        for (owner, sign) in evidence::signs_in_file_with(root, text, &functions) {
             if let Some(index) = owner.and_then(|o| by_start.get(&o)) {
                 facts.functions[*index].signs.push(sign);
             }
@@ -545,22 +554,13 @@ fn function_fact(
     text: &str,
     bindings: &crate::matcher::Bindings,
     vocabulary: &Vocabulary,
+    functions: &Enclosing<'_>,
+    classes: &Enclosing<'_>,
 ) -> FunctionFact {
-    let class = class_of(def);
-    let is_method = class.is_some_and(|c| {
-        // Directly in the class body (maybe decorated).
-        let mut parent = def.parent();
-        while let Some(p) = parent {
-            if p.id() == c.id() {
-                return true;
-            }
-            if matches!(p.kind(), "function_definition" | "lambda") {
-                return false;
-            }
-            parent = p.parent();
-        }
-        false
-    });
+    let class = classes.around(def);
+    let outer = functions.around(def);
+    // Directly in the class body (maybe decorated): no function between.
+    let is_method = class.is_some_and(|c| outer.is_none_or(|f| f.start_byte() < c.start_byte()));
     let fenced = crate::matcher::decorators(def).into_iter().find_map(|d| {
         let callee = crate::matcher::decorator_callee(d, text)?;
         crate::matcher::is_fence_path(&bindings.resolve(&callee), vocabulary)
@@ -577,7 +577,7 @@ fn function_fact(
             .and_then(|c| c.child_by_field_name("name"))
             .map(|n| text_of(n, text).to_owned()),
         is_method,
-        outer: enclosing_function(def).map(|f| f.start_byte()),
+        outer: outer.map(|f| f.start_byte()),
         start: def.start_byte(),
         fenced,
         signs: Vec::new(),
@@ -656,18 +656,6 @@ fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, usize>) -> Va
         }
         _ => Value::Other(crate::syntax::short(text_of(node, text))),
     }
-}
-
-/// The class whose `self` code at `node` sees: the nearest class around it.
-fn class_of(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == "class_definition" {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
 }
 
 /// The dotted module name of a file: its stem, under every enclosing
@@ -802,6 +790,8 @@ pub struct ProjectIndex<'v> {
     /// Directories modules are imported from.
     roots: Vec<PathBuf>,
     vocabulary: &'v Vocabulary,
+    /// The texts (in NFKC) of files read to tell whether they spell a name.
+    texts: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
 }
 
 impl<'v> ProjectIndex<'v> {
@@ -829,6 +819,7 @@ impl<'v> ProjectIndex<'v> {
             loaded,
             roots,
             vocabulary,
+            texts: Mutex::default(),
         }
     }
 
@@ -847,8 +838,21 @@ impl<'v> ProjectIndex<'v> {
     /// The module with dotted name `name`, read from disk if it is not
     /// indexed yet.
     fn module_named(&self, name: &str, near: &ModuleFacts) -> Option<Arc<ModuleFacts>> {
+        match self.module_file(name, near)? {
+            Ok(found) => Some(found),
+            Err(path) => self.load(&path),
+        }
+    }
+
+    /// The module with dotted name `name` if it is indexed, else the file
+    /// that holds it.
+    fn module_file(
+        &self,
+        name: &str,
+        near: &ModuleFacts,
+    ) -> Option<Result<Arc<ModuleFacts>, PathBuf>> {
         if let Some(found) = self.modules.iter().find(|m| m.module == name) {
-            return Some(Arc::clone(found));
+            return Some(Ok(Arc::clone(found)));
         }
         let relative: PathBuf = name.split('.').collect();
         let mut roots: Vec<PathBuf> = import_root(&near.path, &near.module).into_iter().collect();
@@ -859,11 +863,58 @@ impl<'v> ProjectIndex<'v> {
                 root.join(&relative).join("__init__.py"),
             ] {
                 if candidate.is_file() {
-                    return self.load(&candidate);
+                    return Some(Err(candidate));
                 }
             }
         }
         None
+    }
+
+    /// Whether the file at `path` may define `word` with `keyword`: its
+    /// text (in NFKC, as CPython reads names) has `keyword word`, with only
+    /// blanks and line continuations between. A file that cannot be read
+    /// defines nothing (it is never indexed either).
+    fn may_define(&self, path: &Path, keyword: &str, word: &str) -> bool {
+        if self.by_path.contains_key(path) || self.lock().contains_key(path) {
+            // Indexed already: its definitions are at hand.
+            return true;
+        }
+        let text = {
+            let mut texts = self
+                .texts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            texts
+                .entry(path.to_path_buf())
+                .or_insert_with(|| {
+                    let raw = crate::source::read_file_limited(
+                        path,
+                        crate::source::MAX_SOURCE_BYTES,
+                        "a Python source",
+                    )
+                    .ok()?;
+                    let source = crate::source::Source::decode(raw).ok()?;
+                    Some(Arc::from(crate::shadow::nfkc(&source.text).as_ref()))
+                })
+                .clone()
+        };
+        text.is_some_and(|text| defines(&text, keyword, word))
+    }
+
+    /// Whether some leading part of the dotted path `full` is a module of
+    /// the project (as code in `near` imports it).
+    fn in_project(&self, full: &str, near: &ModuleFacts) -> bool {
+        let mut prefix = String::new();
+        for part in full.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            if self.module_file(&prefix, near).is_some() {
+                return true;
+            }
+        }
+        false
     }
 
     fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
@@ -901,8 +952,12 @@ impl<'v> ProjectIndex<'v> {
             {
                 return vec![(target, class.to_owned())];
             }
+            if !self.in_project(&full, module) {
+                // Imported from outside the project (`nn.Module`).
+                return Vec::new();
+            }
         }
-        self.neighbourhood(module)
+        self.neighbourhood(module, "class", &last)
             .into_iter()
             .filter(|m| m.classes.contains_key(&last))
             .map(|m| (m, last.clone()))
@@ -1022,7 +1077,7 @@ impl<'v> ProjectIndex<'v> {
             return Vec::new();
         }
         let mut found: Vec<FunctionRef> = Vec::new();
-        for module in self.neighbourhood(module) {
+        for module in self.neighbourhood(module, "def", method) {
             for class in module.classes.values() {
                 for &i in &class.methods {
                     if module.functions[i].name == method {
@@ -1038,22 +1093,37 @@ impl<'v> ProjectIndex<'v> {
     }
 
     /// `module` and the project modules it imports (read from disk by
-    /// name): where a name of unknown origin is looked up. It does not
-    /// depend on which files the run happened to parse, so the prefilter
-    /// cannot change an answer.
-    fn neighbourhood(&self, module: &Arc<ModuleFacts>) -> Vec<Arc<ModuleFacts>> {
+    /// name) that may define `word` with `keyword` (`def`, `class`): where a
+    /// name of unknown origin is looked up. It does not depend on which
+    /// files the run happened to parse, so the prefilter cannot change an
+    /// answer; a module whose text cannot define the name is not parsed for
+    /// it.
+    fn neighbourhood(
+        &self,
+        module: &Arc<ModuleFacts>,
+        keyword: &str,
+        word: &str,
+    ) -> Vec<Arc<ModuleFacts>> {
         let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
         let mut paths: Vec<&String> = module.imports.values().collect();
         paths.sort();
         paths.dedup();
         for path in paths {
-            let target = self.module_named(path, module).or_else(|| {
+            let target = self.module_file(path, module).or_else(|| {
                 path.rsplit_once('.')
-                    .and_then(|(parent, _)| self.module_named(parent, module))
+                    .and_then(|(parent, _)| self.module_file(parent, module))
             });
-            if let Some(target) = target
-                && !found.iter().any(|m| m.path == target.path)
-            {
+            let target = match target {
+                Some(Ok(indexed)) => indexed,
+                Some(Err(file)) if self.may_define(&file, keyword, word) => {
+                    match self.load(&file) {
+                        Some(loaded) => loaded,
+                        None => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if !found.iter().any(|m| m.path == target.path) {
                 found.push(target);
             }
         }
@@ -1171,6 +1241,27 @@ impl Discovered {
             .filter(|((p, _, _), _)| *p == path)
             .map(|((_, line, column), why)| (*line, *column, why.clone()))
             .collect()
+    }
+
+    /// The files (by identity) whose discovered functions or resolved
+    /// registrations differ between `self` and `before`.
+    pub fn files_changed_since(&self, before: &Discovered) -> HashSet<PathBuf> {
+        let mut files: HashSet<PathBuf> = HashSet::new();
+        for ((path, line, column), why) in &self.functions {
+            if before.functions.get(&(path.clone(), *line, *column)) != Some(why) {
+                files.insert(path.clone());
+            }
+        }
+        for key in before.functions.keys() {
+            if !self.functions.contains_key(key) {
+                files.insert(key.0.clone());
+            }
+        }
+        // A registration now followed is no longer reported unresolved.
+        for (path, _, _) in self.resolved.symmetric_difference(&before.resolved) {
+            files.insert(path.clone());
+        }
+        files
     }
 
     /// The names of the discovered functions.
@@ -1555,6 +1646,57 @@ fn read_module(path: &Path, vocabulary: &Vocabulary) -> Option<ModuleFacts> {
     ))
 }
 
+/// Whether `text` can replace a module's forward as `queries/index.scm`
+/// matches it: `forward` as an attribute assigned to (`.forward =`,
+/// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).
+/// Blanks and line continuations may stand around the `.` and the `=`.
+pub fn may_replace_forward(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    let blank = [' ', '\t', '\x0c', '\\', '\n', '\r'];
+    memchr::memmem::find_iter(bytes, FORWARD.as_bytes()).any(|at| {
+        let end = at + FORWARD.len();
+        let (before, after) = (bytes[..at].last(), bytes.get(end));
+        if before.is_some_and(|&b| matches!(b, b'"' | b'\''))
+            && after.is_some_and(|&b| matches!(b, b'"' | b'\''))
+        {
+            return true;
+        }
+        if before.is_some_and(|&b| is_word(b)) || after.is_some_and(|&b| is_word(b)) {
+            return false;
+        }
+        let dotted = text[..at].trim_end_matches(blank).ends_with('.');
+        let rest = text[end..].trim_start_matches(blank).as_bytes();
+        dotted
+            && match rest {
+                [b'=', b'=', ..] => false,
+                [b'=', ..] | [b':', ..] => true,
+                _ => false,
+            }
+    })
+}
+
+/// Whether `text` has `keyword` and then `word`, each a whole word, with
+/// only blanks and backslash continuations between (how a `def` or `class`
+/// statement spells its name).
+fn defines(text: &str, keyword: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
+        let end = at + word.len();
+        if bytes.get(end).is_some_and(|&b| is_word(b)) {
+            return false;
+        }
+        let before = text[..at].trim_end_matches([' ', '\t', '\x0c', '\\', '\n', '\r']);
+        before.len() < at
+            && before.ends_with(keyword)
+            && !before[..before.len() - keyword.len()]
+                .bytes()
+                .next_back()
+                .is_some_and(is_word)
+    })
+}
+
 /// Sorted, for stable output in tests.
 pub fn describe_functions(module: &ModuleFacts) -> BTreeMap<String, (Option<String>, usize)> {
     module
@@ -1567,6 +1709,66 @@ pub fn describe_functions(module: &ModuleFacts) -> BTreeMap<String, (Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forward_replacement_is_told_from_its_text() {
+        for text in [
+            "m.forward = wrapper\n",
+            "module . forward=partial(f, m)\n",
+            "m.__class__.forward: Callable = w\n",
+            "m.\\\n    forward \\\n = w\n",
+            "setattr(m, \"forward\", w)\n",
+            "setattr(m, 'forward', w)\n",
+        ] {
+            assert!(may_replace_forward(text), "{text:?}");
+            let tree = crate::parse::parse(text).unwrap();
+            let facts = ModuleFacts::build(
+                Path::new("m.py"),
+                tree.root_node(),
+                text,
+                &Vocabulary::default(),
+            );
+            assert_eq!(facts.forward_replacements.len(), 1, "{text:?}");
+        }
+        for text in [
+            "def forward(self, x): ...\n",
+            "y = self.forward(x)\n",
+            "if m.forward == f: ...\n",
+            "m.forward_pre = w\n",
+            "old = m.forward\n",
+            "doc = \"the forward pass\"\n",
+        ] {
+            assert!(!may_replace_forward(text), "{text:?}");
+            let tree = crate::parse::parse(text).unwrap();
+            let facts = ModuleFacts::build(
+                Path::new("m.py"),
+                tree.root_node(),
+                text,
+                &Vocabulary::default(),
+            );
+            assert!(facts.forward_replacements.is_empty(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_definition_is_told_from_its_text() {
+        assert!(defines(
+            "class A:\n    def  fetch(self): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(defines("async def \\\n  fetch(): ...\n", "def", "fetch"));
+        assert!(defines("class Hook(Base):\n", "class", "Hook"));
+        assert!(!defines(
+            "x = fetch()\ndef fetch_all(): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(!defines("undef fetch\n", "def", "fetch"));
+        assert!(!defines("def_fetch = 1\n", "def", "fetch"));
+        assert!(!defines("deffetch = 1\n", "def", "fetch"));
+        assert!(!defines("obj.fetch(x)\n", "def", "fetch"));
+    }
 
     #[test]
     fn relative_imports_resolve_from_the_package() {

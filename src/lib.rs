@@ -281,6 +281,25 @@ fn load(
         what: e.what,
     })?;
     let discovered = options.discovered.functions_in(path);
+    // The project index records a parsed file only where it can be asked
+    // of it: the file has hooks or registrations the matcher could not
+    // follow (their chains start there), or it can replace a module's
+    // forward (hooks found by use); every other module is read by name when a call
+    // reaches it. The same rule with and without the prefilter, so that
+    // it cannot change an answer.
+    let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
+        (!facts.candidates.is_empty()
+            || !facts.unresolved.is_empty()
+            || index::may_replace_forward(text))
+        .then(|| {
+            std::sync::Arc::new(index::ModuleFacts::build(
+                path,
+                root,
+                text,
+                &options.vocabulary,
+            ))
+        })
+    };
     let (mut facts, module, tree) = match &shadow {
         None => {
             let facts = matcher::analyze_with(
@@ -290,12 +309,7 @@ fn load(
                 anchored,
                 &discovered,
             );
-            let module = index::ModuleFacts::build(
-                path,
-                tree.root_node(),
-                &source.text,
-                &options.vocabulary,
-            );
+            let module = index_of(&facts, tree.root_node(), &source.text);
             (facts, module, Some(tree))
         }
         Some(shadow) => {
@@ -307,17 +321,11 @@ fn load(
                 anchored,
                 &discovered,
             );
+            let module = index_of(&facts, shadow_tree.root_node(), &shadow.text);
             shadow.restore(&mut facts, &source.text);
-            let module = index::ModuleFacts::build(
-                path,
-                shadow_tree.root_node(),
-                &shadow.text,
-                &options.vocabulary,
-            );
             (facts, module, None)
         }
     };
-    let module = std::sync::Arc::new(module);
     let classes = std::mem::take(&mut facts.classes);
     let has_candidates = !facts.candidates.is_empty();
     let nothing = !has_candidates
@@ -353,7 +361,7 @@ fn load(
         path: path.to_path_buf(),
         classes,
         has_candidates,
-        module: Some(module),
+        module,
         work,
     })
 }
@@ -728,6 +736,11 @@ fn with_project_context(paths: &[PathBuf], options: &Options) -> Options {
 /// they can lie in files the first round did not parse, or be methods the
 /// vocabulary did not name. Returns the analysis, what was found by use and
 /// the classes of every parsed file.
+///
+/// A later round does not start over: a file's facts depend on the
+/// vocabulary only through the names it spells, so only the files that
+/// spell a name the round added (or hold a function newly found by use)
+/// are read again; every other file keeps what the earlier round found.
 fn analyze_rounds(
     paths: &[PathBuf],
     options: &Options,
@@ -735,19 +748,85 @@ fn analyze_rounds(
     const MOST_ROUNDS: usize = 4;
     let mut options = options.clone();
     let mut round = 1;
+    let mut carry: Option<Carry> = None;
     loop {
-        let (analysis, found, classes) = analyze_once(paths, &options, round < MOST_ROUNDS);
-        if round >= MOST_ROUNDS || !options.discovered.adds_to(&found) {
-            let mut discovered = (*options.discovered).clone();
-            discovered.merge(found);
-            return (analysis, discovered, classes);
-        }
+        let ended = analyze_once(paths, &options, round < MOST_ROUNDS, carry.take());
+        let (found, earlier) = match ended {
+            Round::Ended(analysis, found, classes) => {
+                let mut discovered = (*options.discovered).clone();
+                discovered.merge(found);
+                return (analysis, discovered, classes);
+            }
+            Round::Again(found, earlier) => (found, earlier),
+        };
         let mut discovered = (*options.discovered).clone();
         discovered.merge(found);
-        options.vocabulary = std::sync::Arc::new(options.vocabulary.with_discovered(&discovered));
+        let vocabulary = options.vocabulary.with_discovered(&discovered);
+        let added: BTreeSet<prefilter::Needle> = vocabulary
+            .needles
+            .iter()
+            .filter(|n| !options.vocabulary.needles.contains(n))
+            .cloned()
+            .collect();
+        carry = Some(Carry {
+            added: added.into_iter().collect(),
+            discovered: std::sync::Arc::clone(&options.discovered),
+            ..earlier
+        });
+        options.vocabulary = std::sync::Arc::new(vocabulary);
         options.discovered = std::sync::Arc::new(discovered);
         round += 1;
     }
+}
+
+/// What one round of [`analyze_once`] hands the next.
+struct Carry {
+    loaded: Vec<Loaded>,
+    pending: Vec<Pending>,
+    errors: Vec<FileError>,
+    scanned: usize,
+    /// The class names already searched for (see [`analyze_once`]).
+    searched: BTreeSet<String>,
+    /// The needles the new round's vocabulary adds.
+    added: Vec<prefilter::Needle>,
+    /// What was found by use when the earlier round ran.
+    discovered: std::sync::Arc<index::Discovered>,
+}
+
+/// How a round of [`analyze_once`] ended.
+enum Round {
+    /// The analysis, what was found by use, and the classes of every parsed
+    /// file.
+    Ended(Analysis, index::Discovered, Vec<matcher::ClassFact>),
+    /// Hooks were found by use that the round's vocabulary did not know: what
+    /// was found, and what the next round can keep.
+    Again(index::Discovered, Carry),
+}
+
+/// Whether the file at `path` must be read again in a round that adds the
+/// needles `added`, where what was found by use changed for the files
+/// `changed` (functions found in them, registrations of theirs now
+/// followed): it spells one of the added names where its query could match
+/// it, or is one of those files. A file that cannot be
+/// read now is read again (and fails then).
+fn read_again(
+    path: &Path,
+    added: Option<&prefilter::Needles>,
+    changed: &std::collections::HashSet<PathBuf>,
+) -> bool {
+    if !changed.is_empty() && changed.contains(&index::identity(path)) {
+        return true;
+    }
+    let Some(added) = added else {
+        return false;
+    };
+    READ_BUFFER.with_borrow_mut(|buffer| match read_into(path, buffer) {
+        Ok(raw) => match Source::view(raw) {
+            Ok(view) => added.scan(&view.text).needed,
+            Err(_) => true,
+        },
+        Err(_) => true,
+    })
 }
 
 /// One round of [`analyze`]. With `may_repeat`, a round that finds hooks by
@@ -757,27 +836,10 @@ fn analyze_once(
     paths: &[PathBuf],
     options: &Options,
     may_repeat: bool,
-) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
+    carry: Option<Carry>,
+) -> Round {
     let vocabulary = &options.vocabulary;
     let progress = options.progress.as_ref();
-    // The names already searched as class names: a needle searched only in
-    // another shape (a hook method after `def`) is not, so a class named
-    // `post_forward` is still followed.
-    let mut searched: BTreeSet<String> = vocabulary
-        .needles
-        .iter()
-        .filter(|n| {
-            matches!(
-                n.context,
-                prefilter::Context::Word | prefilter::Context::Anywhere
-            )
-        })
-        .map(|n| n.name.clone())
-        .collect();
-    let first_needles = options
-        .prefilter
-        .then(|| prefilter::Needles::new(vocabulary.needles.iter().cloned()));
-
     // The queries compile in the background from the start, so the first
     // file that needs them seldom waits, and a run where none does never
     // waits for them.
@@ -788,36 +850,124 @@ fn analyze_once(
     rayon::spawn(|| {
         std::sync::LazyLock::force(&queries::QUERIES);
     });
-    // The first round: every file is read (and parsed if it names a hook)
-    // as the walk finds it.
-    let (visited, mut errors) = discover::visit_all(
-        paths,
-        &options.selection,
-        rayon::current_num_threads(),
-        |path| {
-            let pending = Pending {
-                path: path.to_path_buf(),
-                fullgraph: None,
-                class_bases: None,
-            };
-            let outcome = visit(pending, first_needles.as_ref(), options, options.prefilter);
-            if let Some(bar) = progress {
-                advance(bar);
-            }
-            outcome
-        },
-    );
-    let scanned = visited.len();
     let mut loaded: Vec<Loaded> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
+    let mut errors: Vec<FileError>;
+    let scanned;
+    let mut searched: BTreeSet<String>;
+    match carry {
+        None => {
+            // The names already searched as class names: a needle searched
+            // only in another shape (a hook method after `def`) is not, so a
+            // class named `post_forward` is still followed.
+            searched = vocabulary
+                .needles
+                .iter()
+                .filter(|n| {
+                    matches!(
+                        n.context,
+                        prefilter::Context::Word | prefilter::Context::Anywhere
+                    )
+                })
+                .map(|n| n.name.clone())
+                .collect();
+            let first_needles = options
+                .prefilter
+                .then(|| prefilter::Needles::new(vocabulary.needles.iter().cloned()));
+            // The first round: every file is read (and parsed if it names a
+            // hook) as the walk finds it.
+            let visited;
+            (visited, errors) = discover::visit_all(
+                paths,
+                &options.selection,
+                rayon::current_num_threads(),
+                |path| {
+                    let pending = Pending {
+                        path: path.to_path_buf(),
+                        fullgraph: None,
+                        class_bases: None,
+                    };
+                    let outcome =
+                        visit(pending, first_needles.as_ref(), options, options.prefilter);
+                    if let Some(bar) = progress {
+                        advance(bar);
+                    }
+                    outcome
+                },
+            );
+            scanned = visited.len();
+            for (_, outcome) in visited {
+                match outcome {
+                    Outcome::Parsed(file) => loaded.push(*file),
+                    Outcome::NotYet(p) => pending.push(p),
+                    Outcome::Failed(err) => errors.push(err),
+                }
+            }
+        }
+        Some(carry) => {
+            // A later round: the parsed files that spell an added name are
+            // parsed again with the new vocabulary, the others are kept; the
+            // files not parsed yet are searched for the added names only.
+            errors = carry.errors;
+            scanned = carry.scanned;
+            searched = carry.searched;
+            searched.extend(
+                carry
+                    .added
+                    .iter()
+                    .filter(|n| {
+                        matches!(
+                            n.context,
+                            prefilter::Context::Word | prefilter::Context::Anywhere
+                        )
+                    })
+                    .map(|n| n.name.clone()),
+            );
+            let changed = options.discovered.files_changed_since(&carry.discovered);
+            let added = (!carry.added.is_empty())
+                .then(|| prefilter::Needles::new(carry.added.iter().cloned()));
+            let outcomes: Vec<Outcome> = carry
+                .loaded
+                .into_par_iter()
+                .map(|file| {
+                    // A file read only for its `fullgraph=True` note (no
+                    // module facts) is searched like one not parsed yet.
+                    let again = read_again(&file.path, added.as_ref(), &changed);
+                    if !again {
+                        return Outcome::Parsed(Box::new(file));
+                    }
+                    let pending = Pending {
+                        path: file.path,
+                        fullgraph: None,
+                        class_bases: None,
+                    };
+                    visit(pending, None, options, options.prefilter)
+                })
+                .chain(carry.pending.into_par_iter().map(|p| {
+                    if !changed.is_empty() && changed.contains(&index::identity(&p.path)) {
+                        // It holds a function newly found by use: parsed outright.
+                        return visit(p, None, options, true);
+                    }
+                    match &added {
+                        Some(needles) => visit(p, Some(needles), options, true),
+                        None => Outcome::NotYet(p),
+                    }
+                }))
+                .collect();
+            for outcome in outcomes {
+                match outcome {
+                    Outcome::Parsed(file) => loaded.push(*file),
+                    Outcome::NotYet(p) => pending.push(p),
+                    Outcome::Failed(err) => errors.push(err),
+                }
+            }
+        }
+    }
     let mut sort = |outcome, loaded: &mut Vec<Loaded>, pending: &mut Vec<Pending>| match outcome {
         Outcome::Parsed(file) => loaded.push(*file),
         Outcome::NotYet(p) => pending.push(p),
         Outcome::Failed(err) => errors.push(err),
     };
-    for (_, outcome) in visited {
-        sort(outcome, &mut loaded, &mut pending);
-    }
 
     // Later rounds: the names of classes found to derive from a protocol
     // base, until none is new.
@@ -857,19 +1007,43 @@ fn analyze_once(
 
     // `fullgraph=True` only matters where there are hooks.
     if loaded.iter().any(|l| l.has_candidates) {
-        for found in pending.into_iter().filter_map(|p| p.fullgraph) {
-            match *found {
-                Ok(file) => loaded.push(file),
-                Err(err) => errors.push(err),
+        let mut rest = Vec::new();
+        for mut p in pending {
+            match p.fullgraph.take().map(|found| *found) {
+                Some(Ok(file)) => loaded.push(file),
+                Some(Err(err)) => errors.push(err),
+                None => rest.push(p),
             }
         }
+        pending = rest;
     }
 
     let concluded = conclude(loaded, errors, scanned, options, may_repeat);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    concluded
+    match concluded {
+        Concluded::Ended(analysis, found, classes) => Round::Ended(analysis, found, classes),
+        Concluded::Again(found, loaded, errors) => Round::Again(
+            found,
+            Carry {
+                loaded,
+                pending,
+                errors,
+                scanned,
+                searched,
+                added: Vec::new(),
+                discovered: std::sync::Arc::clone(&options.discovered),
+            },
+        ),
+    }
+}
+
+/// How [`conclude`] ended.
+enum Concluded {
+    Ended(Analysis, index::Discovered, Vec<matcher::ClassFact>),
+    /// Found by use, with the files and errors handed back for the next round.
+    Again(index::Discovered, Vec<Loaded>, Vec<FileError>),
 }
 
 /// One more file read; the bar appears once the run has taken a second.
@@ -888,7 +1062,7 @@ fn conclude(
     scanned: usize,
     options: &Options,
     may_repeat: bool,
-) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
+) -> Concluded {
     loaded.sort_by(|a, b| a.path.cmp(&b.path));
     let mut index = ClassIndex::default();
     index.add(&options.context_classes);
@@ -925,7 +1099,8 @@ fn conclude(
     }
     let discovered = project.discover(&unresolved);
     if may_repeat && options.discovered.adds_to(&discovered) {
-        return (Analysis::default(), discovered, classes);
+        drop(project);
+        return Concluded::Again(discovered, loaded, errors);
     }
     let mut finished: Vec<Result<FileReport, FileError>> = Vec::new();
     let mut waiting: Vec<(PathBuf, Source, FileFacts)> = Vec::new();
@@ -967,7 +1142,7 @@ fn conclude(
         errors,
         scanned,
     };
-    (analysis, discovered, classes)
+    Concluded::Ended(analysis, discovered, classes)
 }
 
 /// Analyzes one file given as bytes (stdin), named `path` in messages. With
@@ -986,7 +1161,11 @@ pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysi
         .and_then(|source| load(&path, source, options, options.prefilter));
     match loaded {
         Ok(file) => {
-            let mut analysis = conclude(vec![file], Vec::new(), 1, options, false).0;
+            let Concluded::Ended(mut analysis, _, _) =
+                conclude(vec![file], Vec::new(), 1, options, false)
+            else {
+                unreachable!("a conclusion that may not repeat ends")
+            };
             refuse_missing_helpers(&mut analysis);
             analysis
         }

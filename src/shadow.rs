@@ -21,24 +21,64 @@ use crate::error::Position;
 use crate::matcher::{FileFacts, Target};
 use crate::source::{indentation_at, line_ending_at, line_start, text_position};
 
-/// Whether NFKC changes some character of `text` (false for ASCII text,
-/// which is checked first and fast).
+/// Whether NFKC changes some character of `text` taken alone (false for
+/// ASCII text, which is checked first and fast).
 pub fn changes_under_nfkc(text: &str) -> bool {
-    !text.is_ascii()
-        && text
-            .chars()
-            .filter(|c| !c.is_ascii())
-            .any(|c| !c.nfkc().eq(std::iter::once(c)))
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = bytes[at..].iter().position(|&b| b >= 0x80) {
+        at += offset;
+        let c = text[at..].chars().next().unwrap_or_default();
+        if changes_alone(c) {
+            return true;
+        }
+        at += c.len_utf8();
+    }
+    false
 }
 
-/// `text` in NFKC, where that changes it: a text whose names are those
-/// CPython reads (the prefilter searches it, so that it stays sound).
-pub fn nfkc(text: &str) -> std::borrow::Cow<'_, str> {
-    if changes_under_nfkc(text) {
-        std::borrow::Cow::Owned(text.nfkc().collect())
-    } else {
-        std::borrow::Cow::Borrowed(text)
+/// Whether NFKC changes `c` taken alone; remembered per thread for the
+/// Basic Multilingual Plane, where almost every character of real text is.
+fn changes_alone(c: char) -> bool {
+    use std::cell::RefCell;
+    thread_local! {
+        /// 0: not known yet, 1: stays, 2: changes.
+        static KNOWN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
+    let changes = |c: char| !c.nfkc().eq(std::iter::once(c));
+    let Ok(i) = u16::try_from(u32::from(c)) else {
+        return changes(c);
+    };
+    KNOWN.with_borrow_mut(|known| {
+        if known.is_empty() {
+            known.resize(1 << 16, 0);
+        }
+        let slot = &mut known[usize::from(i)];
+        if *slot == 0 {
+            *slot = if changes(c) { 2 } else { 1 };
+        }
+        *slot == 2
+    })
+}
+
+/// `text` with every line on which some character changes under NFKC in
+/// NFKC: the names CPython reads (the prefilter searches it, so that it
+/// stays sound). A line break neither composes nor decomposes, so this is
+/// the NFKC of those lines as they stand in the whole text, and the other
+/// lines are copied as they are rather than normalised.
+pub fn nfkc(text: &str) -> std::borrow::Cow<'_, str> {
+    if !changes_under_nfkc(text) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut normal = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if changes_under_nfkc(line) {
+            normal.extend(line.nfkc());
+        } else {
+            normal.push_str(line);
+        }
+    }
+    std::borrow::Cow::Owned(normal)
 }
 
 /// A file hookfence cannot read in place: an identifier whose NFKC form is
@@ -280,5 +320,10 @@ mod tests {
         assert!(!changes_under_nfkc("caf\u{e9} \u{4e2d}"));
         assert!(changes_under_nfkc("\u{ff50}re_forward"));
         assert_eq!(nfkc("\u{fb01}x"), "fix");
+        // Only the lines that change are normalised.
+        assert_eq!(
+            nfkc("caf\u{e9} \u{2026}\nplain \u{e9}\n\u{ff50}re_forward\n"),
+            "caf\u{e9} ...\nplain \u{e9}\npre_forward\n"
+        );
     }
 }

@@ -137,3 +137,116 @@ pub fn short(s: &str) -> String {
         flat
     }
 }
+
+/// The innermost function or class around a node, found from byte spans
+/// rather than by walking up the tree (tree-sitter finds a node's parent by
+/// descending from the root, so each step up costs a walk down).
+pub struct Enclosing<'t> {
+    /// Nodes sorted by start (outer first at equal starts), with the index
+    /// of the innermost one around each.
+    spans: Vec<(usize, usize, Node<'t>, Option<usize>)>,
+}
+
+impl<'t> Enclosing<'t> {
+    /// The spans of `nodes`, which must nest (syntax nodes do).
+    pub fn new(mut nodes: Vec<Node<'t>>) -> Enclosing<'t> {
+        nodes.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+        nodes.dedup_by_key(|n| n.id());
+        let mut spans: Vec<(usize, usize, Node<'t>, Option<usize>)> = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        for node in nodes {
+            let (start, end) = (node.start_byte(), node.end_byte());
+            while let Some(&last) = open.last() {
+                if spans[last].1 >= end && spans[last].0 <= start {
+                    break;
+                }
+                open.pop();
+            }
+            spans.push((start, end, node, open.last().copied()));
+            open.push(spans.len() - 1);
+        }
+        Enclosing { spans }
+    }
+
+    /// Every function (`def`, `lambda`) under `root`, `root` included.
+    pub fn functions_under(root: Node<'t>) -> Enclosing<'t> {
+        let mut found = Vec::new();
+        let mut cursor = root.walk();
+        'walk: loop {
+            let node = cursor.node();
+            if is_function(node) {
+                found.push(node);
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !cursor.goto_parent() || cursor.node().id() == root.id() {
+                    break 'walk;
+                }
+            }
+        }
+        Enclosing::new(found)
+    }
+
+    /// The innermost node of the set strictly around `node` (never `node`
+    /// itself, nor a node it wraps).
+    pub fn around(&self, node: Node<'_>) -> Option<Node<'t>> {
+        let (start, end) = (node.start_byte(), node.end_byte());
+        let mut at = self.spans.partition_point(|s| s.0 <= start).checked_sub(1);
+        while let Some(i) = at {
+            let (s, e, candidate, parent) = self.spans[i];
+            // A node with the same span as a function is the function or
+            // a node wrapping it (a class body that is one `def`): no
+            // child of a `def` or `lambda` spans all of it.
+            if s <= start && end <= e && (s, e) != (start, end) {
+                return Some(candidate);
+            }
+            at = parent;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `around` gives what walking up the tree gives, for every node.
+    #[test]
+    fn enclosing_agrees_with_the_tree() {
+        let text = "def f(a=lambda: 1):\n    def g():\n        return lambda x: x\n    y = 2\n\
+                    class C:\n    def m(self):\n        z = [lambda: 3 for _ in ()]\n\
+                    async def h():\n    pass\nw = lambda: (lambda: 0)\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let root = tree.root_node();
+        let functions = Enclosing::functions_under(root);
+        let mut cursor = root.walk();
+        let mut nodes = Vec::new();
+        'walk: loop {
+            nodes.push(cursor.node());
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+            }
+        }
+        assert!(nodes.len() > 50);
+        for node in nodes {
+            assert_eq!(
+                functions.around(node).map(|n| n.id()),
+                enclosing_function(node).map(|n| n.id()),
+                "{node:?}"
+            );
+        }
+    }
+}

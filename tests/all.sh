@@ -13,9 +13,9 @@
 #     (tests/prefilter/run.sh, on the same corpus)
 #   - clone: `git clone` of the committed HEAD into an empty directory and the
 #     corpus tier there (tests/clone/run.sh): a clone needs nothing beside it
-#   - properties: the proptest properties at 1,000 cases each
-#   - cargo test --all-targets: unit, fixture/snapshot, CLI, pty, property,
-#     fault and real-world tests; run last so its summary closes the log.
+#   - cargo test --all-targets: unit, fixture/snapshot, CLI, pty, property
+#     (256 cases each, 48 for those that run git or CPython per case), fault
+#     and real-world tests; run last so its summary closes the log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never} INSTA_UPDATE=${INSTA_UPDATE:-no}
@@ -39,8 +39,6 @@ tier "packaging" bash tests/packaging/run.sh
 tier "corpus" bash tests/corpus/run.sh
 tier "prefilter" bash tests/prefilter/run.sh
 tier "clone" bash tests/clone/run.sh
-
-tier "properties (1,000 cases each)" env PROPTEST_CASES=1000 cargo test --quiet --test properties
 
 echo "=== cargo test --all-targets"
 log=$(mktemp)
