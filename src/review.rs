@@ -548,11 +548,14 @@ def attach(model):
 ";
 
     fn analysis(text: &str) -> Analysis {
-        let analysis = crate::analyze_source(
-            "pkg/hooks.py".into(),
-            text.as_bytes().to_vec(),
-            &Options::default(),
-        );
+        // A project of its own (the checkout the test runs in is not).
+        let project = tempfile::tempdir().unwrap();
+        let options = Options {
+            project_root: Some(project.path().to_path_buf()),
+            ..Options::default()
+        };
+        let analysis =
+            crate::analyze_source("pkg/hooks.py".into(), text.as_bytes().to_vec(), &options);
         assert!(analysis.errors.is_empty(), "{:?}", analysis.errors);
         analysis
     }

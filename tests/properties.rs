@@ -213,9 +213,21 @@ fn corrupted_source() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// An empty directory for the generated files' project: a case is one file
+/// alone (left to find its own, a relative name would take the checkout it
+/// runs in as its project and read all of it for context, in every case).
+fn empty_project() -> PathBuf {
+    static EMPTY: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .to_path_buf()
+}
+
 fn options(all_hooks: bool) -> Options {
     Options {
         all_hooks,
+        project_root: Some(empty_project()),
         ..Options::default()
     }
 }
