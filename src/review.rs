@@ -475,6 +475,46 @@ pub fn session(
 /// answers, and `--replay /dev/zero` stops at once.
 pub const MAX_DECISIONS_BYTES: u64 = 64 * crate::source::MIB;
 
+/// Whether `--decisions PATH` may write `path`: nothing is there, or a
+/// decisions file (of any version) saved before. Anything else (a source
+/// file, a directory, the user's notes) is refused, never overwritten.
+fn may_save_decisions_at(path: &Path) -> Result<(), String> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "{}: cannot save the decisions there: {e}",
+                path.display()
+            ));
+        }
+        Ok(metadata) => metadata,
+    };
+    let refuse = |why: &str| {
+        Err(format!(
+            "{}: {why}; --decisions writes only a new file or a decisions file saved before, so it was left as it is",
+            path.display()
+        ))
+    };
+    if !metadata.is_file() {
+        return refuse("exists and is not a regular file");
+    }
+    let saved = crate::source::read_file_limited(path, MAX_DECISIONS_BYTES, "a decisions file")
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|value| {
+            value.get("version").is_some_and(serde_json::Value::is_u64)
+                && value
+                    .get("decisions")
+                    .is_some_and(serde_json::Value::is_array)
+        });
+    if saved {
+        Ok(())
+    } else {
+        refuse("exists and is not a hookfence decisions file")
+    }
+}
+
 /// Narrows `analysis` to the fences the review accepts (rewriting each
 /// file's `new_text`), adding a `# hookfence: ignore` line for each hook the
 /// user suppresses. An `Err` stops the run before anything is written.
@@ -482,6 +522,11 @@ pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Res
     let planned = planned(analysis);
     let verdicts = match how {
         Review::Interactive { decisions } => {
+            // The answers go only into a new file or one saved before:
+            // refused before any question, so no answer is given in vain.
+            if let Some(path) = decisions {
+                may_save_decisions_at(path)?;
+            }
             // Where the answers go must exist before they are given.
             if let Some(dir) = decisions
                 .as_deref()

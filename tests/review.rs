@@ -410,6 +410,51 @@ fn interactive_end_of_input_quits_and_keeps_the_answers() {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn decisions_never_overwrite_a_file_they_did_not_save() {
+    // A source file, the user's notes, an empty file, a directory: refused
+    // before any question (exit 2, naming the path), every file as it was.
+    for (target, what) in [
+        ("pkg/a.py", "exists and is not a hookfence decisions file"),
+        ("notes.json", "exists and is not a hookfence decisions file"),
+        ("empty.json", "exists and is not a hookfence decisions file"),
+        ("pkg", "exists and is not a regular file"),
+    ] {
+        let project = project();
+        project.write("notes.json", b"{\"todo\": [\"keep me\"]}\n");
+        project.write("empty.json", b"");
+        let before = project.contents();
+        let mut session = project.spawn_pty(&["--interactive", "--decisions", target, "."]);
+        let rest = session.exp_eof().unwrap();
+        assert!(!rest.contains(PROMPT), "{target}: asked anyway: {rest}");
+        assert!(
+            rest.contains(target) && rest.contains(what),
+            "{target}: {rest}"
+        );
+        match session.process().wait().unwrap() {
+            WaitStatus::Exited(_, code) => assert_eq!(code, 2, "{target}: {rest}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(project.contents(), before, "{target}: a file changed");
+    }
+}
+
+#[test]
+fn decisions_replace_a_decisions_file_saved_before() {
+    let project = project();
+    project.write("d.json", b"{\"version\": 1, \"decisions\": []}\n");
+    let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
+    expect_fence(&mut session, PRE);
+    session.send_line("y").unwrap();
+    expect_fence(&mut session, POST);
+    session.send_line("q").unwrap();
+    assert_eq!(exit_code(&mut session), 0);
+    assert_eq!(
+        decisions(&project, "d.json")["decisions"],
+        serde_json::json!([decision("pkg/a.py", "CpuOffload.pre_forward", 6, "fence")])
+    );
+}
+
+#[test]
 fn interactive_without_a_terminal_is_refused() {
     let project = project();
     let before = project.contents();
