@@ -73,6 +73,138 @@ fn point_at(text: &str, offset: usize) -> tree_sitter::Point {
     }
 }
 
+/// The deepest nesting of syntax the analysis walks: deeper trees are refused
+/// before any question is asked of them, so that every walk over syntax,
+/// recursive or not, runs on a bounded stack (each worker thread has
+/// [`WORKER_STACK_BYTES`]). CPython 3.12's parser allows about as much
+/// (its `MAXSTACK` is 6,000) and 3.11's compiler less.
+pub const MAX_TREE_DEPTH: usize = 5_000;
+
+/// The stack a file deeper than [`SHALLOW_DEPTH`] is analysed on: room for
+/// [`MAX_TREE_DEPTH`] levels of the deepest walk with a wide margin
+/// (measured: 4,000 levels of an attribute chain fit in 2 MiB in a release
+/// build). The worker pool's threads and the main thread have it too.
+pub const WORKER_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// Trees at most this deep are analysed on any thread (the directory
+/// walker's own threads have the platform's default stack); deeper ones on
+/// a thread of [`WORKER_STACK_BYTES`] (see [`on_big_stack`]).
+pub const SHALLOW_DEPTH: usize = 256;
+
+/// A file's tree, checked, with the depth of its deepest node.
+pub struct Parsed {
+    pub tree: Tree,
+    pub depth: usize,
+}
+
+impl Parsed {
+    /// Whether the analysis of this tree must run on a big stack.
+    pub fn is_deep(&self) -> bool {
+        self.depth > SHALLOW_DEPTH
+    }
+}
+
+/// Runs `work` on a new thread with a stack of [`WORKER_STACK_BYTES`], and
+/// waits for it (inline, where no thread can be started).
+pub fn on_big_stack<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    let work = std::sync::Mutex::new(Some(work));
+    let take = || {
+        work.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    };
+    let outcome = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("hookfence-deep".to_owned())
+            .stack_size(WORKER_STACK_BYTES)
+            .spawn_scoped(scope, || take().map(|w| w()));
+        spawned.map(|handle| handle.join())
+    });
+    match outcome {
+        Ok(Ok(Some(result))) => result,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        // No thread could start: the work runs here.
+        Ok(Ok(None)) | Err(_) => match take() {
+            Some(work) => work(),
+            None => unreachable!("the work ran or was left to run here"),
+        },
+    }
+}
+
+/// Why a text is not analysed: CPython's syntax error, or nesting past
+/// [`MAX_TREE_DEPTH`]; at a 1-based position of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxProblem {
+    pub at: Position,
+    pub what: String,
+}
+
+/// Parses a file's text for analysis: CPython's tokenizer rules first (see
+/// [`crate::lexical`]; text that breaks one never reaches tree-sitter), then
+/// tree-sitter's syntax errors, then the nesting bound. Every file whose
+/// contents the analysis uses, named or read on demand, comes through here.
+pub fn parse_checked(text: &str) -> Result<Parsed, SyntaxProblem> {
+    let at = |offset: usize| {
+        let (line, column) = text_position(text, offset);
+        Position { line, column }
+    };
+    check_tokens(text)?;
+    let tree = parse(text).ok_or_else(|| SyntaxProblem {
+        at: at(0),
+        what: "the parser gave up".to_owned(),
+    })?;
+    if let Some((position, what)) = first_error(&tree, text) {
+        return Err(SyntaxProblem { at: position, what });
+    }
+    match depth_of(&tree, MAX_TREE_DEPTH) {
+        Ok(depth) => Ok(Parsed { tree, depth }),
+        Err(deepest) => Err(SyntaxProblem {
+            at: at(deepest),
+            what: format!(
+                "nested more than {MAX_TREE_DEPTH} levels deep: too deep for hookfence to analyse"
+            ),
+        }),
+    }
+}
+
+/// CPython's tokenizer rules (see [`crate::lexical`]): what breaks one is
+/// the input's syntax error, and is never handed to tree-sitter.
+pub fn check_tokens(text: &str) -> Result<(), SyntaxProblem> {
+    crate::lexical::check(text).map_err(|v| {
+        let (line, column) = text_position(text, v.at);
+        SyntaxProblem {
+            at: Position { line, column },
+            what: format!("syntax error: {} (CPython rejects it)", v.what),
+        }
+    })
+}
+
+/// The depth of the deepest node below the root, or the start of the first
+/// node deeper than `limit`. A walk with a cursor, no recursion.
+pub fn depth_of(tree: &Tree, limit: usize) -> Result<usize, usize> {
+    let mut cursor = tree.walk();
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            if depth > limit {
+                return Err(cursor.node().start_byte());
+            }
+            deepest = deepest.max(depth);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return Ok(deepest);
+            }
+            depth -= 1;
+        }
+    }
+}
+
 /// The first syntax error in a tree, as a position and a short description.
 pub fn first_error(tree: &Tree, text: &str) -> Option<(Position, String)> {
     let root = tree.root_node();
@@ -98,19 +230,23 @@ pub fn first_error(tree: &Tree, text: &str) -> Option<(Position, String)> {
     Some((Position { line, column }, what))
 }
 
+/// The first error or missing node in document order, going down only into
+/// nodes that hold one (no recursion: a loop down the tree).
 fn find_error(node: Node<'_>) -> Option<Node<'_>> {
-    if node.is_error() || node.is_missing() {
-        return Some(node);
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        if child.has_error()
-            && let Some(found) = find_error(child)
-        {
-            return Some(found);
+    let mut node = node;
+    'down: loop {
+        if node.is_error() || node.is_missing() {
+            return Some(node);
         }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if child.has_error() {
+                node = child;
+                continue 'down;
+            }
+        }
+        return None;
     }
-    None
 }
 
 #[cfg(test)]

@@ -1,0 +1,521 @@
+//! CPython's tokenizer rules that tree-sitter's grammar does not enforce,
+//! checked on the text before it is parsed: at most 99 levels of
+//! indentation, at most 200 nested brackets, and no number run into a name
+//! (`0def`). Text that breaks one is CPython's syntax error, reported as the
+//! input's own; it is never handed to tree-sitter, whose indentation scanner
+//! aborts the process past about 500 levels.
+//!
+//! One pass over the bytes with an explicit stack (strings, f-string
+//! replacement fields and format specs nest without recursion), so the cost
+//! is linear in the text and the stack is bounded whatever the input.
+
+/// CPython's `MAXINDENT` (100): the indentation stack holds at most 99
+/// levels above the first column.
+pub const MAX_INDENT_LEVELS: usize = 99;
+
+/// CPython's `MAXLEVEL`: at most 200 brackets open at once.
+pub const MAX_BRACKETS: usize = 200;
+
+/// A rule CPython's tokenizer enforces, broken at byte `at` of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub at: usize,
+    pub what: &'static str,
+}
+
+/// Where the scanner stands inside strings and f-string fields.
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// A string literal; `formatted` for f- and t-strings.
+    Str {
+        quote: u8,
+        triple: bool,
+        raw: bool,
+        formatted: bool,
+    },
+    /// The expression of a replacement field opened at bracket depth `depth`.
+    Field { depth: usize },
+    /// The format spec of the innermost field.
+    Spec,
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80
+}
+
+/// The first rule `text` breaks, if any.
+pub fn check(text: &str) -> Result<(), Violation> {
+    Scanner {
+        bytes: text.as_bytes(),
+        i: 0,
+        brackets: 0,
+        indents: vec![0],
+        line_start: true,
+        frames: Vec::new(),
+    }
+    .run()
+}
+
+struct Scanner<'t> {
+    bytes: &'t [u8],
+    i: usize,
+    brackets: usize,
+    /// Columns of the open indentation levels, the first column first.
+    indents: Vec<usize>,
+    /// At the start of a logical line: its indentation is still to be read.
+    line_start: bool,
+    frames: Vec<Frame>,
+}
+
+impl Scanner<'_> {
+    fn peek(&self, ahead: usize) -> Option<u8> {
+        self.bytes.get(self.i + ahead).copied()
+    }
+
+    fn run(mut self) -> Result<(), Violation> {
+        while self.i < self.bytes.len() {
+            match self.frames.last().copied() {
+                Some(Frame::Str {
+                    quote,
+                    triple,
+                    raw,
+                    formatted,
+                }) => self.in_string(quote, triple, raw, formatted, false),
+                Some(Frame::Spec) => {
+                    let Some(Frame::Str {
+                        quote, triple, raw, ..
+                    }) = self.enclosing_string()
+                    else {
+                        self.frames.pop();
+                        continue;
+                    };
+                    self.in_string(quote, triple, raw, true, true);
+                }
+                Some(Frame::Field { depth }) => self.in_code(Some(depth))?,
+                None => {
+                    if self.line_start {
+                        self.indentation()?;
+                        continue;
+                    }
+                    self.in_code(None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn enclosing_string(&self) -> Option<Frame> {
+        self.frames
+            .iter()
+            .rev()
+            .find(|f| matches!(f, Frame::Str { .. }))
+            .copied()
+    }
+
+    /// Reads the indentation of a line; a logical line's decides the level.
+    fn indentation(&mut self) -> Result<(), Violation> {
+        let start = self.i;
+        let mut column = 0;
+        while let Some(b) = self.peek(0) {
+            match b {
+                b' ' => column += 1,
+                b'\t' => column = (column / 8 + 1) * 8,
+                b'\x0c' => column = 0,
+                _ => break,
+            }
+            self.i += 1;
+        }
+        match self.peek(0) {
+            None => return Ok(()),
+            // A blank line sets no level; the next line is read the same way.
+            Some(b'\n') => {
+                self.i += 1;
+                return Ok(());
+            }
+            Some(b'\r') => {
+                self.i += if self.peek(1) == Some(b'\n') { 2 } else { 1 };
+                return Ok(());
+            }
+            // Nor does a comment-only line, or a lone continuation.
+            Some(b'#' | b'\\') => {
+                self.line_start = false;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+        self.line_start = false;
+        let top = self.indents.last().copied().unwrap_or(0);
+        if column > top {
+            if self.indents.len() > MAX_INDENT_LEVELS {
+                return Err(Violation {
+                    at: start,
+                    what: "too many levels of indentation",
+                });
+            }
+            self.indents.push(column);
+        } else {
+            while self.indents.len() > 1 && self.indents.last().is_some_and(|&c| column < c) {
+                self.indents.pop();
+            }
+        }
+        Ok(())
+    }
+
+    /// One token of code; `field` is the depth of the replacement field the
+    /// code stands in, if any.
+    fn in_code(&mut self, field: Option<usize>) -> Result<(), Violation> {
+        let b = self.bytes[self.i];
+        match b {
+            b'#' => {
+                while self.peek(0).is_some_and(|b| b != b'\n' && b != b'\r') {
+                    self.i += 1;
+                }
+            }
+            b'\\' if matches!(self.peek(1), Some(b'\n' | b'\r')) => {
+                let crlf = self.peek(1) == Some(b'\r') && self.peek(2) == Some(b'\n');
+                self.i += if crlf { 3 } else { 2 };
+            }
+            b'\n' | b'\r' => {
+                self.i += 1;
+                if b == b'\r' && self.peek(0) == Some(b'\n') {
+                    self.i += 1;
+                }
+                if self.brackets == 0 && self.frames.is_empty() {
+                    self.line_start = true;
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                self.brackets += 1;
+                if self.brackets > MAX_BRACKETS {
+                    return Err(Violation {
+                        at: self.i,
+                        what: "too many nested parentheses",
+                    });
+                }
+                self.i += 1;
+            }
+            b'}' if field.is_some_and(|d| self.brackets == d + 1) => {
+                self.brackets -= 1;
+                self.frames.pop();
+                self.i += 1;
+            }
+            b':' if field.is_some_and(|d| self.brackets == d + 1) => {
+                if let Some(Frame::Field { .. }) = self.frames.pop() {
+                    self.frames.push(Frame::Spec);
+                }
+                self.i += 1;
+            }
+            b')' | b']' | b'}' => {
+                self.brackets = self.brackets.saturating_sub(1);
+                self.i += 1;
+            }
+            b'"' | b'\'' => self.open_string(""),
+            b'0'..=b'9' => self.number()?,
+            b'.' if self.peek(1).is_some_and(|b| b.is_ascii_digit()) => self.number()?,
+            _ if is_name_byte(b) => {
+                let start = self.i;
+                while self.peek(0).is_some_and(is_name_byte) {
+                    self.i += 1;
+                }
+                let word = &self.bytes[start..self.i];
+                if matches!(self.peek(0), Some(b'"' | b'\''))
+                    && word.len() <= 2
+                    && word
+                        .iter()
+                        .all(|c| matches!(c.to_ascii_lowercase(), b'r' | b'b' | b'u' | b'f' | b't'))
+                {
+                    let prefix = std::str::from_utf8(word).unwrap_or("");
+                    self.open_string(prefix);
+                }
+            }
+            _ => self.i += 1,
+        }
+        Ok(())
+    }
+
+    fn open_string(&mut self, prefix: &str) {
+        let quote = self.bytes[self.i];
+        let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
+        self.i += if triple { 3 } else { 1 };
+        let lower = prefix.to_ascii_lowercase();
+        self.frames.push(Frame::Str {
+            quote,
+            triple,
+            raw: lower.contains('r'),
+            formatted: lower.contains('f') || lower.contains('t'),
+        });
+    }
+
+    /// Part of a string's text (or of a format spec, `spec`) up to its end,
+    /// a replacement field, or the end of the line of a one-line string.
+    fn in_string(&mut self, quote: u8, triple: bool, raw: bool, formatted: bool, spec: bool) {
+        while let Some(b) = self.peek(0) {
+            match b {
+                b'\\' => {
+                    let next = self.peek(1);
+                    // A backslash escapes the next character, except a brace
+                    // of an f-string (`\{x}` still opens a field) and, in a
+                    // raw string, anything but a quote, a backslash or a
+                    // line break.
+                    let alone = (formatted && matches!(next, Some(b'{' | b'}')))
+                        || (raw
+                            && !matches!(next, Some(b'\\') | Some(b'\n') | Some(b'\r'))
+                            && next != Some(quote));
+                    if alone {
+                        self.i += 1;
+                    } else {
+                        self.i += 2;
+                        if next == Some(b'\r') && self.peek(0) == Some(b'\n') {
+                            self.i += 1;
+                        }
+                    }
+                }
+                b'\n' | b'\r' if !triple => {
+                    // Unterminated: the parser reports it; the line ends here.
+                    while self
+                        .frames
+                        .pop()
+                        .is_some_and(|f| !matches!(f, Frame::Str { .. }))
+                    {}
+                    return;
+                }
+                _ if b == quote
+                    && (!triple
+                        || (self.peek(1) == Some(quote) && self.peek(2) == Some(quote))) =>
+                {
+                    self.i += if triple { 3 } else { 1 };
+                    // A format spec cannot hold the end of its string: the
+                    // string ends, and so do the field and spec it holds.
+                    while self
+                        .frames
+                        .pop()
+                        .is_some_and(|f| !matches!(f, Frame::Str { .. }))
+                    {}
+                    return;
+                }
+                b'{' if formatted => {
+                    if !spec && self.peek(1) == Some(b'{') {
+                        self.i += 2;
+                        continue;
+                    }
+                    self.frames.push(Frame::Field {
+                        depth: self.brackets,
+                    });
+                    self.brackets += 1;
+                    self.i += 1;
+                    return;
+                }
+                b'}' if formatted => {
+                    if spec {
+                        self.brackets = self.brackets.saturating_sub(1);
+                        self.frames.pop();
+                        self.i += 1;
+                        return;
+                    }
+                    self.i += if self.peek(1) == Some(b'}') { 2 } else { 1 };
+                }
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    /// A number literal, and what follows it.
+    fn number(&mut self) -> Result<(), Violation> {
+        let start = self.i;
+        let digits_of = |kind: u8| -> fn(u8) -> bool {
+            match kind {
+                b'x' => |c: u8| c.is_ascii_hexdigit() || c == b'_',
+                b'o' => |c: u8| matches!(c, b'0'..=b'7' | b'_'),
+                b'b' => |c: u8| matches!(c, b'0' | b'1' | b'_'),
+                _ => |c: u8| c.is_ascii_digit() || c == b'_',
+            }
+        };
+        let radix = match (self.peek(0), self.peek(1).map(|c| c.to_ascii_lowercase())) {
+            (Some(b'0'), Some(k @ (b'x' | b'o' | b'b'))) => {
+                self.i += 2;
+                k
+            }
+            _ => b'd',
+        };
+        let digit = digits_of(radix);
+        while self.peek(0).is_some_and(digit) {
+            self.i += 1;
+        }
+        let mut what = match radix {
+            b'x' => "invalid hexadecimal literal",
+            b'o' => "invalid octal literal",
+            b'b' => "invalid binary literal",
+            _ => "invalid decimal literal",
+        };
+        if radix == b'd' {
+            if self.peek(0) == Some(b'.') {
+                self.i += 1;
+                while self.peek(0).is_some_and(digit) {
+                    self.i += 1;
+                }
+            }
+            if matches!(self.peek(0), Some(b'e' | b'E')) {
+                let sign = usize::from(matches!(self.peek(1), Some(b'+' | b'-')));
+                if self.peek(1 + sign).is_some_and(|c| c.is_ascii_digit()) {
+                    self.i += 1 + sign;
+                    while self.peek(0).is_some_and(digit) {
+                        self.i += 1;
+                    }
+                }
+            }
+            if matches!(self.peek(0), Some(b'j' | b'J')) {
+                self.i += 1;
+                what = "invalid imaginary literal";
+            }
+        }
+        let literal = &self.bytes[start..self.i];
+        if literal.ends_with(b"_") {
+            return Err(Violation { at: start, what });
+        }
+        if self.peek(0).is_some_and(is_name_byte) {
+            // `1if x else y`, `1or 2`: CPython warns and reads on.
+            let rest = &self.bytes[self.i..];
+            let keyword = ["and", "else", "for", "if", "in", "is", "not", "or"]
+                .iter()
+                .any(|k| rest.starts_with(k.as_bytes()));
+            if !keyword {
+                return Err(Violation { at: start, what });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested_ifs(n: usize) -> String {
+        let mut text: String = (0..n)
+            .map(|i| format!("{}if x:\n", "    ".repeat(i)))
+            .collect();
+        text.push_str(&"    ".repeat(n));
+        text.push_str("pass\n");
+        text
+    }
+
+    fn parens(n: usize) -> String {
+        format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n))
+    }
+
+    #[test]
+    fn ninety_nine_levels_of_indentation_pass_and_a_hundredth_is_refused() {
+        assert_eq!(check(&nested_ifs(99)), Ok(()));
+        let text = nested_ifs(100);
+        let err = check(&text).unwrap_err();
+        assert_eq!(err.what, "too many levels of indentation");
+        // The line of the 100th level, as CPython reports it.
+        assert_eq!(text[..err.at].matches('\n').count() + 1, 101);
+        assert!(check(&nested_ifs(550)).is_err());
+    }
+
+    #[test]
+    fn two_hundred_brackets_pass_and_one_more_is_refused() {
+        assert_eq!(check(&parens(200)), Ok(()));
+        let err = check(&parens(201)).unwrap_err();
+        assert_eq!(err.what, "too many nested parentheses");
+        assert_eq!(err.at, 4 + 200);
+        assert!(check(&parens(5000)).is_err());
+        // Mixed kinds count together; closed ones give their level back.
+        let text = format!("{}\n{}", "[(".repeat(100) + &")]".repeat(100), parens(200));
+        assert_eq!(check(&text), Ok(()));
+    }
+
+    #[test]
+    fn indentation_inside_brackets_strings_and_continuations_sets_no_level() {
+        let deep = " ".repeat(400);
+        let text = format!(
+            "x = (\n{deep}1)\ns = '''\n{deep}a\n'''\ny = 1 + \\\n{deep}2\n# c\n{deep}# comment\n\n"
+        );
+        assert_eq!(check(&text), Ok(()));
+        let many: String = (0..150)
+            .map(|i| format!("{}# {i}\n", " ".repeat(i)))
+            .collect();
+        assert_eq!(check(&many), Ok(()));
+    }
+
+    #[test]
+    fn a_number_run_into_a_name_is_refused_but_a_keyword_after_it_is_read_on() {
+        let err = check("class A:\n    0def f(self): pass\n").unwrap_err();
+        assert_eq!((err.at, err.what), (13, "invalid decimal literal"));
+        assert_eq!(
+            check("x = 0x1fand 3\n").unwrap_err().what,
+            "invalid hexadecimal literal"
+        );
+        assert_eq!(
+            check("x = 1_\n").unwrap_err().what,
+            "invalid decimal literal"
+        );
+        assert_eq!(
+            check("x = 2jx\n").unwrap_err().what,
+            "invalid imaginary literal"
+        );
+        // `0o` starts an octal literal, whatever follows (CPython alike).
+        assert_eq!(
+            check("x = 0or 1\n").unwrap_err().what,
+            "invalid octal literal"
+        );
+        for fine in [
+            "x = 1if y else 2\n",
+            "x = 0x1f + 0o17 + 0b1_0 + 1_000 + 1.5e-3 + .5 + 1e5j + 3J\n",
+            "x = [0for _ in y]\n",
+            "a0b = x1.y2\n",
+            "x = 1 if 0in y else 1or 1\n",
+            "x = 1.if y else 0_0\n",
+            "t = x[1:2]\n",
+        ] {
+            assert_eq!(check(fine), Ok(()), "{fine}");
+        }
+    }
+
+    #[test]
+    fn strings_comments_and_fstring_fields_are_read_as_cpython_reads_them() {
+        for fine in [
+            "s = '0def'\n",
+            "s = \"0def\" # 0def\n",
+            "s = r'\\'0def'\n",
+            "s = b'''\n0def\n'''\n",
+            "s = f'{x!r:>{width}} 0def {{0def}}'\n",
+            "s = f\"{x['0def']}\"\n",
+            "s = f\"{d[\"k\"]} 0def\"\n",
+            "s = f'''{\n  x\n}''' \n",
+            "s = rf'\\{x}0def'\n",
+            "s = f'{x:{\"0def\"}}'\n",
+            "s = 'unterminated\nx = 1\n",
+        ] {
+            assert_eq!(check(fine), Ok(()), "{fine}");
+        }
+        // Code in a replacement field is code.
+        assert!(check("s = f'{0def}'\n").is_err());
+        assert!(
+            check(&format!(
+                "s = f'{{{}1{}}}'\n",
+                "(".repeat(201),
+                ")".repeat(201)
+            ))
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn tabs_and_form_feeds_count_columns_as_cpython_does() {
+        let text: String = (0..99)
+            .map(|i| format!("{}if x:\n", "\t".repeat(i)))
+            .collect();
+        assert_eq!(check(&format!("{text}{}pass\n", "\t".repeat(99))), Ok(()));
+        assert!(
+            check(&format!(
+                "{text}{}if x:\n{}pass\n",
+                "\t".repeat(99),
+                "\t".repeat(100)
+            ))
+            .is_err()
+        );
+        assert_eq!(check("if x:\n\x0c    pass\n"), Ok(()));
+    }
+}
