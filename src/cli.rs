@@ -287,6 +287,9 @@ impl Settings {
             Mode::Diff
         };
 
+        if let Some(root) = &args.project_root {
+            check_project_root(root)?;
+        }
         let mut paths = args.paths.clone();
         // `--explain path.py:12` alone looks at that file (with its project).
         if paths.is_empty()
@@ -459,6 +462,19 @@ fn read_path_list(list: &Path) -> Result<Vec<PathBuf>, String> {
         .filter(|l| !l.trim().is_empty())
         .map(PathBuf::from)
         .collect())
+}
+
+/// `--project-root` must name a directory that exists: a typo in a CI
+/// configuration must not silently judge the hooks without their project.
+fn check_project_root(root: &Path) -> Result<(), String> {
+    match std::fs::metadata(root) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "--project-root {}: not a directory",
+            root.display()
+        )),
+        Err(err) => Err(format!("--project-root {}: {err}", root.display())),
+    }
 }
 
 /// Checks the configured decorator the way the rewrite will use it: written

@@ -25,7 +25,7 @@ pub struct Selection {
 }
 
 impl Selection {
-    fn takes(&self, path: &Path) -> bool {
+    pub fn takes(&self, path: &Path) -> bool {
         self.include.as_ref().is_none_or(|f| f.matches(path))
             && !self.exclude.iter().any(|f| f.matches(path))
     }

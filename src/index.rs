@@ -20,8 +20,26 @@ use tree_sitter::Node;
 use crate::evidence::{self, Sign};
 use crate::found::Found;
 use crate::queries::QUERIES;
-use crate::syntax::{Enclosing, capture, dotted_name, text_of};
+use crate::scope::SemanticModel;
+use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
 use crate::vocabulary::Vocabulary;
+
+/// Builtin constructors of containers: what they return holds no hook.
+const BUILTIN_CONTAINERS: &[&str] = &[
+    "set",
+    "dict",
+    "list",
+    "tuple",
+    "frozenset",
+    "collections.defaultdict",
+    "defaultdict",
+    "collections.OrderedDict",
+    "OrderedDict",
+    "collections.deque",
+    "deque",
+    "collections.Counter",
+    "Counter",
+];
 
 /// Method names too common to look up by name alone on a receiver of
 /// unknown type: tensor and module API, containers, I/O, lifecycle (a call
@@ -136,6 +154,12 @@ pub struct CallFact {
     pub start: usize,
     /// The first positional argument as written (`module`, `*args`).
     pub first_argument: Option<String>,
+    /// The callee's name (a receiver's first part) is bound here by
+    /// something other than an import — a parameter, an assignment, a loop,
+    /// `with`/`except` target, walrus, comprehension variable or `match`
+    /// capture, asked of the file's scope model — so it is not the imported
+    /// function of that name, whatever the module imports.
+    pub not_the_import: bool,
 }
 
 /// A value installed as a module's forward, or returned by a factory, as far
@@ -235,11 +259,22 @@ pub struct ModuleFacts {
     pub registrations: Vec<Registration>,
     /// `name = value` at module level.
     pub assigned: Vec<(String, Value)>,
+    /// [`ModuleFacts::functions`] by name, in order: a call's callee is a
+    /// look-up, not a scan of every function.
+    by_name: HashMap<String, Vec<usize>>,
 }
 
 impl ModuleFacts {
     /// Indexes one parsed module.
-    pub fn build(path: &Path, root: Node<'_>, text: &str, vocabulary: &Vocabulary) -> ModuleFacts {
+    /// `given_model`: the file's scope model where the matcher built one
+    /// (else it is built here when a call's name could be an import).
+    pub fn build(
+        path: &Path,
+        root: Node<'_>,
+        text: &str,
+        vocabulary: &Vocabulary,
+        given_model: Option<&SemanticModel>,
+    ) -> ModuleFacts {
         let module = module_name(path);
         let package = package_of(path, &module);
         let mut facts = ModuleFacts {
@@ -353,17 +388,42 @@ impl ModuleFacts {
         // Every def and lambda, and every class, is captured above: the
         // innermost one around a node is found from their spans.
         let functions = Enclosing::new(defs.iter().map(|(def, _)| *def).collect());
+        let qualnames = Qualnames::new(
+            defs.iter()
+                .map(|(def, _)| *def)
+                .filter(|d| d.kind() != "lambda")
+                .chain(class_nodes.iter().copied())
+                .collect(),
+            text,
+        );
         let classes = Enclosing::new(class_nodes);
         let class_of = |node: Node<'_>| classes.around(node);
         for (def, name) in defs {
             by_start.insert(def.start_byte(), facts.functions.len());
-            let fact = function_fact(def, name, text, &bindings, vocabulary, &functions, &classes);
+            let mut fact =
+                function_fact(def, name, text, &bindings, vocabulary, &functions, &classes);
+            fact.qualname = qualnames.of(def);
             facts.functions.push(fact);
         }
         let owner_of = |node: Node<'_>| {
             functions
                 .around(node)
                 .and_then(|f| by_start.get(&f.start_byte()).copied())
+        };
+        // Whether a call's name is the import of that name is asked of the
+        // scope model: the matcher's, else one built here, only if a call
+        // names an import at all.
+        let names_an_import = calls.iter().any(|(_, callee)| {
+            import_named_by(callee).is_some_and(|name| facts.imports.contains_key(name))
+        });
+        let built;
+        let model = match given_model {
+            _ if !names_an_import => None,
+            Some(given) if !given.scopes().is_empty() => Some(given),
+            _ => {
+                built = SemanticModel::build(root, text);
+                Some(&built)
+            }
         };
         for (call, callee) in calls {
             let Some(owner) = owner_of(call) else {
@@ -374,11 +434,17 @@ impl ModuleFacts {
                 .and_then(|a| a.named_child(0))
                 .filter(|a| a.kind() != "keyword_argument")
                 .map(|a| text_of(a, text).to_owned());
+            let not_the_import = import_named_by(&callee)
+                .filter(|name| facts.imports.contains_key(*name))
+                .is_some_and(|name| {
+                    model.is_some_and(|m| !m.may_be_import(name, call.start_byte()))
+                });
             facts.functions[owner].calls.push(CallFact {
                 callee,
                 line: call.start_position().row + 1,
                 start: call.start_byte(),
                 first_argument,
+                not_the_import,
             });
         }
         for function in &mut facts.functions {
@@ -513,6 +579,11 @@ impl ModuleFacts {
             {
                 class.methods.push(index);
             }
+            facts
+                .by_name
+                .entry(function.name.clone())
+                .or_default()
+                .push(index);
         }
         facts
     }
@@ -525,24 +596,31 @@ impl ModuleFacts {
 
     /// Module-level functions (and closures of `outer`) named `name`.
     fn functions_named(&self, name: &str, outer: Option<usize>) -> Vec<usize> {
+        let all: Vec<usize>;
+        let named: &[usize] = match self.by_name.get(name) {
+            Some(named) => named,
+            None if self.by_name.is_empty() => {
+                all = (0..self.functions.len())
+                    .filter(|&i| self.functions[i].name == name)
+                    .collect();
+                &all
+            }
+            None => &[],
+        };
         let mut found: Vec<usize> = Vec::new();
         if let Some(outer) = outer {
             found.extend(
-                self.functions
+                named
                     .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.name == name && f.outer == Some(outer))
-                    .map(|(i, _)| i),
+                    .copied()
+                    .filter(|&i| self.functions[i].outer == Some(outer)),
             );
         }
         if found.is_empty() {
-            found.extend(
-                self.functions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.name == name && f.outer.is_none() && !f.is_method)
-                    .map(|(i, _)| i),
-            );
+            found.extend(named.iter().copied().filter(|&i| {
+                let f = &self.functions[i];
+                f.outer.is_none() && !f.is_method
+            }));
         }
         found
     }
@@ -569,7 +647,7 @@ fn function_fact(
     let offset = def.start_byte();
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     FunctionFact {
-        qualname: crate::matcher::qualname(def, text),
+        qualname: String::new(),
         name,
         line: def.start_position().row + 1,
         column: text[line_start..offset].chars().count() + 1,
@@ -684,6 +762,18 @@ pub fn module_name(path: &Path) -> String {
     parts.join(".")
 }
 
+/// The name a call looks up that an import could bind: the callee's own
+/// name, or the first part of its receiver.
+fn import_named_by(callee: &Callee) -> Option<&str> {
+    match callee {
+        Callee::Name(name) => Some(name),
+        Callee::Method {
+            receiver: Some(r), ..
+        } => r.split('.').next(),
+        Callee::Method { receiver: None, .. } => None,
+    }
+}
+
 /// The package a module's relative imports start from.
 fn package_of(path: &Path, module: &str) -> String {
     let is_package = path.file_stem().is_some_and(|s| s == "__init__");
@@ -778,7 +868,41 @@ type FunctionRef = (Arc<ModuleFacts>, usize);
 
 /// Modules read on demand, by file (`None`: could not be read or parsed),
 /// kept across the rounds of one run.
-pub type ModuleCache = Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>;
+///
+/// A module that could not be read, decoded or parsed is kept as `None`,
+/// and its error once, for the run to report: a file whose contents the
+/// analysis would use is a file whose errors are reported.
+#[derive(Debug, Default)]
+pub struct ModuleCache {
+    modules: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    errors: Mutex<Vec<crate::error::FileError>>,
+    /// Where modules may be read from (see [`crate::confine`]).
+    pub confinement: Arc<crate::confine::Confinement>,
+}
+
+impl ModuleCache {
+    /// A cache whose reads are confined by `confinement`.
+    pub fn confined(confinement: crate::confine::Confinement) -> ModuleCache {
+        ModuleCache {
+            confinement: Arc::new(confinement),
+            ..ModuleCache::default()
+        }
+    }
+
+    /// The errors of the modules read on demand so far, each file once;
+    /// taken, so that a later call gives only newer ones.
+    pub fn take_errors(&self) -> Vec<crate::error::FileError> {
+        let mut errors = std::mem::take(
+            &mut *self
+                .errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        errors.sort_by(|a, b| a.path().cmp(b.path()));
+        errors.dedup_by(|a, b| a.path() == b.path());
+        errors
+    }
+}
 
 /// Every indexed module, and the modules read on demand.
 pub struct ProjectIndex<'v> {
@@ -831,6 +955,7 @@ impl<'v> ProjectIndex<'v> {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
         self.loaded
+            .modules
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -862,7 +987,7 @@ impl<'v> ProjectIndex<'v> {
                 root.join(&relative).with_extension("py"),
                 root.join(&relative).join("__init__.py"),
             ] {
-                if candidate.is_file() {
+                if candidate.is_file() && self.loaded.confinement.allows(&candidate) {
                     return Some(Err(candidate));
                 }
             }
@@ -924,7 +1049,19 @@ impl<'v> ProjectIndex<'v> {
         if let Some(found) = self.lock().get(path) {
             return found.clone();
         }
-        let facts = read_module(path, self.vocabulary).map(Arc::new);
+        // Read without the lock held: two threads may read one module at
+        // once (the same facts; its error is reported once).
+        let facts = match read_module(path, self.vocabulary) {
+            Ok(facts) => Some(Arc::new(facts)),
+            Err(err) => {
+                self.loaded
+                    .errors
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(err);
+                None
+            }
+        };
         self.lock().insert(path.to_path_buf(), facts.clone());
         facts
     }
@@ -1005,6 +1142,11 @@ impl<'v> ProjectIndex<'v> {
     ) -> Vec<FunctionRef> {
         let caller = &module.functions[function];
         match &call.callee {
+            Callee::Name(name) if call.not_the_import => module
+                .functions_named(name, Some(caller.start))
+                .into_iter()
+                .map(|i| (Arc::clone(module), i))
+                .collect(),
             Callee::Name(name) => self.named_function(module, name, Some(caller.start)),
             Callee::Method { receiver, method } => {
                 let receiver = receiver.as_deref();
@@ -1043,6 +1185,10 @@ impl<'v> ProjectIndex<'v> {
                     }
                     if module.classes.contains_key(r) {
                         return self.method_of(module, r, method, &mut HashSet::new());
+                    }
+                    if call.not_the_import {
+                        // A local value that is no import: of no known type.
+                        return self.untyped(module, method);
                     }
                     if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
                         let full = match r.split_once('.') {
@@ -1324,6 +1470,7 @@ impl ProjectIndex<'_> {
             line: 0,
             start: 0,
             first_argument: None,
+            not_the_import: false,
         };
         let through = |callee: &str| -> Vec<FunctionRef> {
             match scope {
@@ -1586,6 +1733,23 @@ impl ProjectIndex<'_> {
                     {
                         continue;
                     }
+                    // A value the wrapper makes itself (a literal, a builtin
+                    // container) is no hook object.
+                    let made_here = receiver_root.is_some_and(|r| {
+                        function.assigned.iter().any(|(name, value)| {
+                            name == r
+                                && match value {
+                                    Value::Other(_) => true,
+                                    Value::Returned(callee) => {
+                                        BUILTIN_CONTAINERS.contains(&callee.as_str())
+                                    }
+                                    _ => false,
+                                }
+                        })
+                    });
+                    if made_here {
+                        continue;
+                    }
                     // A method of a known object (`self`, a typed attribute
                     // or local): that very function is the hook.
                     let known = receiver_root.is_some_and(|r| {
@@ -1604,6 +1768,11 @@ impl ProjectIndex<'_> {
                                 .entry((identity(&target_module.path), fact.line, fact.column))
                                 .or_insert_with(|| why.clone());
                         }
+                        continue;
+                    }
+                    // Any class's method of this name would become a hook:
+                    // never for a name every other class uses (`add`, `get`).
+                    if GENERIC_METHODS.contains(&method.as_str()) {
                         continue;
                     }
                     discovered
@@ -1631,19 +1800,40 @@ pub fn identity(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Reads, parses and indexes a module only needed as context.
-fn read_module(path: &Path, vocabulary: &Vocabulary) -> Option<ModuleFacts> {
+/// Reads, parses and indexes a module only needed as context, through the
+/// same checks as a file the run was given.
+fn read_module(
+    path: &Path,
+    vocabulary: &Vocabulary,
+) -> Result<ModuleFacts, crate::error::FileError> {
+    use crate::error::FileError;
     let raw =
         crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
-            .ok()?;
-    let source = crate::source::Source::decode(raw).ok()?;
-    let tree = crate::parse::parse(&source.text)?;
-    Some(ModuleFacts::build(
-        path,
-        tree.root_node(),
-        &source.text,
-        vocabulary,
-    ))
+            .map_err(|source| FileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let source =
+        crate::source::Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))?;
+    let parsed = crate::parse::parse_checked(&source.text).map_err(|p| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: p.at,
+        what: format!("{}; the module was read through an import", p.what),
+    })?;
+    let build = || {
+        ModuleFacts::build(
+            path,
+            parsed.tree.root_node(),
+            &source.text,
+            vocabulary,
+            None,
+        )
+    };
+    Ok(if parsed.is_deep() {
+        crate::parse::on_big_stack(build)
+    } else {
+        build()
+    })
 }
 
 /// Whether `text` can replace a module's forward as `queries/index.scm`
@@ -1716,7 +1906,7 @@ mod tests {
         let replacements = |text: &str| {
             let tree = crate::parse::parse(text).unwrap();
             let root = tree.root_node();
-            ModuleFacts::build(Path::new("m.py"), root, text, &Vocabulary::default())
+            ModuleFacts::build(Path::new("m.py"), root, text, &Vocabulary::default(), None)
                 .forward_replacements
                 .len()
         };

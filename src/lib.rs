@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod discover;
 pub mod edit;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod found;
 pub mod guard;
 pub mod index;
 pub mod interrupt;
+pub mod lexical;
 pub mod matcher;
 pub mod parse;
 pub mod plan;
@@ -247,31 +249,39 @@ fn read_into<'b>(path: &Path, buffer: &'b mut Vec<u8>) -> std::io::Result<&'b [u
     }
 }
 
-/// Parses a file's text; a syntax error is an error naming the file.
-fn parse_checked(path: &Path, text: &str) -> Result<tree_sitter::Tree, FileError> {
-    let tree = parse::parse(text).ok_or_else(|| FileError::Syntax {
+/// Parses a file's text (see [`parse::parse_checked`]); a syntax error, or
+/// nesting too deep to analyse, is an error naming the file.
+fn parse_checked(path: &Path, text: &str) -> Result<parse::Parsed, FileError> {
+    parse::parse_checked(text).map_err(|p| FileError::Syntax {
         path: path.to_path_buf(),
-        at: Position { line: 1, column: 1 },
-        what: "the parser gave up".to_owned(),
-    })?;
-    match parse::first_error(&tree, text) {
-        Some((at, what)) => Err(FileError::Syntax {
-            path: path.to_path_buf(),
-            at,
-            what,
-        }),
-        None => Ok(tree),
-    }
+        at: p.at,
+        what: p.what,
+    })
 }
 
-/// Parses and matches one decoded file.
+/// Parses and matches one decoded file; a deep tree is analysed on a
+/// thread with a big stack (see [`parse::SHALLOW_DEPTH`]).
 fn load(
     path: &Path,
     source: Source,
     options: &Options,
     anchored: bool,
 ) -> Result<Loaded, FileError> {
-    let tree = parse_checked(path, &source.text)?;
+    let parsed = parse_checked(path, &source.text)?;
+    if parsed.is_deep() {
+        return parse::on_big_stack(|| load_parsed(path, source, parsed.tree, options, anchored));
+    }
+    load_parsed(path, source, parsed.tree, options, anchored)
+}
+
+/// [`load`] once the file has parsed.
+fn load_parsed(
+    path: &Path,
+    source: Source,
+    tree: tree_sitter::Tree,
+    options: &Options,
+    anchored: bool,
+) -> Result<Loaded, FileError> {
     // Where tree-sitter would read the file otherwise than CPython, the
     // matcher reads its shadow (see `shadow`), and the original's tree is
     // not at hand to check the rewrite incrementally.
@@ -297,6 +307,7 @@ fn load(
                 root,
                 text,
                 &options.vocabulary,
+                Some(&facts.model),
             ))
         })
     };
@@ -313,7 +324,7 @@ fn load(
             (facts, module, Some(tree))
         }
         Some(shadow) => {
-            let shadow_tree = parse_checked(path, &shadow.text)?;
+            let shadow_tree = parse_checked(path, &shadow.text)?.tree;
             let mut facts = matcher::analyze_with(
                 &shadow_tree,
                 &shadow.text,
@@ -371,12 +382,19 @@ fn load(
 /// made it a candidate), so only the `fullgraph=True` arguments are looked
 /// for.
 fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
+    // Nothing reaches tree-sitter that CPython's tokenizer refuses, not even
+    // a prefix of it.
+    parse::check_tokens(&source.text).map_err(|p| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: p.at,
+        what: p.what,
+    })?;
     let fullgraph = if shadow::changes_under_nfkc(&source.text) {
         // `ｆullgraph=True` is `fullgraph=True` to CPython: read the shadow.
-        let tree = parse_checked(path, &source.text)?;
+        let tree = parse_checked(path, &source.text)?.tree;
         match shadow::Shadow::of(&tree, &source.text) {
             Ok(Some(shadow)) => {
-                let shadow_tree = parse_checked(path, &shadow.text)?;
+                let shadow_tree = parse_checked(path, &shadow.text)?.tree;
                 let mut at = matcher::fullgraph_arguments(&shadow_tree, &shadow.text);
                 shadow.restore_positions(&mut at, &source.text);
                 at
@@ -392,7 +410,10 @@ fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, FileError> {
             .filter(|(tree, _)| !tree.root_node().has_error());
         let (tree, text) = match prefix {
             Some(parsed) => parsed,
-            None => (parse_checked(path, &source.text)?, source.text.as_str()),
+            None => (
+                parse_checked(path, &source.text)?.tree,
+                source.text.as_str(),
+            ),
         };
         matcher::fullgraph_arguments(&tree, text)
     };
@@ -653,29 +674,47 @@ fn helpers_to_create(files: &[FileReport]) -> Vec<NewFile> {
 /// nothing. The result does not depend on `options.prefilter` nor on the
 /// number of threads.
 pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
-    let options = with_project_context(paths, options);
-    analyze_rounds(paths, &options).0
+    let options = with_project_context(paths, &confined(paths, options));
+    let mut analysis = analyze_rounds(paths, &options).0;
+    report_read_on_demand(&mut analysis, &options);
+    analysis
 }
 
-/// The directory that holds the project `path` belongs to: the nearest one
-/// at or above it with `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`.
-pub fn project_root_of(path: &Path) -> Option<PathBuf> {
-    let absolute = std::path::absolute(path).ok()?;
-    let mut dir = if absolute.is_dir() {
-        Some(absolute.as_path())
-    } else {
-        absolute.parent()
-    };
-    while let Some(d) = dir {
-        if ["pyproject.toml", "setup.py", "setup.cfg", ".git"]
-            .iter()
-            .any(|marker| d.join(marker).exists())
-        {
-            return Some(d.to_path_buf());
-        }
-        dir = d.parent();
+pub use confine::project_root_of;
+
+/// `options` with a fresh cache of the modules read on demand, confined to
+/// the roots of `paths` (see [`confine`]).
+fn confined(paths: &[PathBuf], options: &Options) -> Options {
+    let roots = confine::roots_of(paths, options.project_root.as_deref());
+    Options {
+        module_cache: std::sync::Arc::new(index::ModuleCache::confined(confine::Confinement::new(
+            &roots,
+            options.selection.clone(),
+        ))),
+        ..options.clone()
     }
-    None
+}
+
+/// Adds the errors of the modules read on demand to `analysis`, each file
+/// once and none already reported.
+fn report_read_on_demand(analysis: &mut Analysis, options: &Options) {
+    let reported: std::collections::HashSet<PathBuf> = analysis
+        .errors
+        .iter()
+        .map(|e| index::identity(e.path()))
+        .collect();
+    let analysed: std::collections::HashSet<PathBuf> = analysis
+        .files
+        .iter()
+        .map(|f| index::identity(&f.path))
+        .collect();
+    for err in options.module_cache.take_errors() {
+        let id = index::identity(err.path());
+        if !reported.contains(&id) && !analysed.contains(&id) {
+            analysis.errors.push(err);
+        }
+    }
+    analysis.errors.sort_by(|a, b| a.path().cmp(b.path()));
 }
 
 /// `options` with what the rest of the project tells about hooks in
@@ -1149,11 +1188,12 @@ fn conclude(
 /// a real name (`--stdin-filename`), the project around it is read for
 /// context as for a named file; as `-`, only its own classes are known.
 pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysis {
+    let confined = confined(std::slice::from_ref(&path), options);
     let with_context;
     let options = if path.as_os_str() == "-" {
-        options
+        &confined
     } else {
-        with_context = with_project_context(std::slice::from_ref(&path), options);
+        with_context = with_project_context(std::slice::from_ref(&path), &confined);
         &with_context
     };
     let loaded = Source::decode(raw)
@@ -1167,13 +1207,18 @@ pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysi
                 unreachable!("a conclusion that may not repeat ends")
             };
             refuse_missing_helpers(&mut analysis);
+            report_read_on_demand(&mut analysis, options);
             analysis
         }
-        Err(err) => Analysis {
-            errors: vec![err],
-            scanned: 1,
-            ..Analysis::default()
-        },
+        Err(err) => {
+            let mut analysis = Analysis {
+                errors: vec![err],
+                scanned: 1,
+                ..Analysis::default()
+            };
+            report_read_on_demand(&mut analysis, options);
+            analysis
+        }
     }
 }
 
@@ -1243,7 +1288,11 @@ pub fn run(
         _ => analyze(&settings.paths, options),
     };
     let jobs = settings.jobs;
-    let mut analysis = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+    let mut analysis = match rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .stack_size(parse::WORKER_STACK_BYTES)
+        .build()
+    {
         Ok(pool) => pool.install(work),
         Err(err) => {
             writeln!(stderr, "hookfence: cannot start {jobs} threads: {err}")?;

@@ -1,0 +1,243 @@
+//! Which files the analysis may read on demand (a module reached through an
+//! import, a file read to see whether it spells a name): the walk's own
+//! rules, applied to a path the walk did not take. A file is read only if
+//! it is a regular file that lies, once every link is resolved, inside a
+//! root the run may read (the project root, else the import root of the
+//! files it was given); no directory or file below that root on the way to
+//! it is hidden; no `--exclude` or configured `exclude` names it; and inside
+//! a git work tree no `.gitignore`, `.ignore` or `.git/info/exclude` ignores
+//! it. A link that leads out of the root (a package directory linked to
+//! `../../outside`, a module linked to `/etc/passwd`) is never followed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ignore::gitignore::Gitignore;
+
+use crate::discover::Selection;
+
+/// The roots a run may read below, and the answers given so far.
+#[derive(Debug, Default)]
+pub struct Confinement {
+    /// Canonical roots.
+    roots: Vec<PathBuf>,
+    selection: Selection,
+    answers: Mutex<HashMap<PathBuf, bool>>,
+    /// The ignore files of each directory, parsed once.
+    ignores: Mutex<HashMap<PathBuf, Arc<Vec<Gitignore>>>>,
+}
+
+impl Confinement {
+    /// Confinement to `roots` (resolved here; a root that does not exist
+    /// confines to nothing), with the run's file selection.
+    pub fn new(roots: &[PathBuf], selection: Selection) -> Confinement {
+        let mut canonical: Vec<PathBuf> = roots
+            .iter()
+            .filter_map(|r| std::fs::canonicalize(r).ok())
+            .collect();
+        canonical.sort();
+        canonical.dedup();
+        Confinement {
+            roots: canonical,
+            selection,
+            ..Confinement::default()
+        }
+    }
+
+    /// Whether `path` may be read.
+    pub fn allows(&self, path: &Path) -> bool {
+        if let Some(&known) = lock(&self.answers).get(path) {
+            return known;
+        }
+        let answer = self.decide(path);
+        lock(&self.answers).insert(path.to_path_buf(), answer);
+        answer
+    }
+
+    fn decide(&self, path: &Path) -> bool {
+        let Ok(canonical) = std::fs::canonicalize(path) else {
+            return false;
+        };
+        if !std::fs::metadata(&canonical).is_ok_and(|m| m.is_file()) {
+            return false;
+        }
+        let Some(root) = self.roots.iter().find(|r| canonical.starts_with(r)) else {
+            return false;
+        };
+        let below = canonical.strip_prefix(root).unwrap_or(&canonical);
+        let hidden = below
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+        if hidden || !self.selection.takes(path) || !self.selection.takes(&canonical) {
+            return false;
+        }
+        !self.git_ignores(&canonical)
+    }
+
+    /// Whether the ignore files of the git work tree holding `file` ignore
+    /// it, as the walk reads them: the deepest file that matches decides.
+    fn git_ignores(&self, file: &Path) -> bool {
+        let Some(worktree) = file.ancestors().skip(1).find(|d| d.join(".git").exists()) else {
+            return false;
+        };
+        let mut dirs: Vec<&Path> = file
+            .ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(worktree))
+            .collect();
+        // Deepest first.
+        for dir in dirs.drain(..) {
+            for ignore in self.ignore_files(dir, dir == worktree).iter() {
+                let matched = ignore.matched_path_or_any_parents(file, false);
+                if matched.is_ignore() {
+                    return true;
+                }
+                if matched.is_whitelist() {
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    fn ignore_files(&self, dir: &Path, worktree: bool) -> Arc<Vec<Gitignore>> {
+        if let Some(found) = lock(&self.ignores).get(dir) {
+            return Arc::clone(found);
+        }
+        // `.ignore` takes precedence over `.gitignore`, which takes
+        // precedence over `.git/info/exclude`, as in the walk.
+        let mut names = vec![dir.join(".ignore"), dir.join(".gitignore")];
+        if worktree {
+            names.push(dir.join(".git").join("info").join("exclude"));
+        }
+        let parsed: Vec<Gitignore> = names
+            .iter()
+            .filter(|p| p.is_file())
+            .map(|p| {
+                let mut builder = ignore::gitignore::GitignoreBuilder::new(dir);
+                builder.add(p);
+                builder.build().unwrap_or_else(|_| Gitignore::empty())
+            })
+            .collect();
+        let parsed = Arc::new(parsed);
+        lock(&self.ignores).insert(dir.to_path_buf(), Arc::clone(&parsed));
+        parsed
+    }
+}
+
+/// The directory that holds the project `path` belongs to: the nearest one
+/// at or above it with `pyproject.toml`, `setup.py`, `setup.cfg` or `.git`.
+pub fn project_root_of(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mut dir = if absolute.is_dir() {
+        Some(absolute.as_path())
+    } else {
+        absolute.parent()
+    };
+    while let Some(d) = dir {
+        if ["pyproject.toml", "setup.py", "setup.cfg", ".git"]
+            .iter()
+            .any(|marker| d.join(marker).exists())
+        {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// The directory `path`'s top-level package is imported from: the parent
+/// of the outermost directory above it (or it, for a directory) that holds
+/// an `__init__.py`.
+pub fn import_root_of(path: &Path) -> Option<PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mut dir = if absolute.is_dir() {
+        absolute
+    } else {
+        absolute.parent()?.to_path_buf()
+    };
+    while dir.join("__init__.py").is_file() {
+        match dir.parent() {
+            Some(parent) => dir = parent.to_path_buf(),
+            None => break,
+        }
+    }
+    Some(dir)
+}
+
+/// The roots a run on `paths` may read below: `project_root` if given,
+/// else each path's project root, else its import root.
+pub fn roots_of(paths: &[PathBuf], project_root: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(root) = project_root {
+        return vec![root.to_path_buf()];
+    }
+    let mut roots: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|p| project_root_of(p).or_else(|| import_root_of(p)))
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_out_of_the_root_hidden_ignored_and_excluded_files_are_not_read() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("mod.py"), "x = 1\n").unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path();
+        std::fs::create_dir_all(root.join("pkg")).unwrap();
+        std::fs::create_dir_all(root.join(".hidden")).unwrap();
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        for file in [
+            "pkg/a.py",
+            ".hidden/b.py",
+            "build/c.py",
+            "pkg/d.py",
+            "pkg/e.py",
+        ] {
+            std::fs::write(root.join(file), "x = 1\n").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+        std::fs::write(root.join(".git/info/exclude"), "pkg/e.py\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("linked")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", root.join("passwd.py")).unwrap();
+        std::os::unix::fs::symlink(root.join("pkg/a.py"), root.join("inside.py")).unwrap();
+        let exclude =
+            crate::config::Filter::new(&["pkg/d.py".to_owned()], root.to_path_buf()).unwrap();
+        let selection = Selection {
+            include: None,
+            exclude: vec![exclude],
+        };
+        let confinement = Confinement::new(&[root.to_path_buf()], selection);
+        assert!(confinement.allows(&root.join("pkg/a.py")));
+        // A link that stays inside is the file it names.
+        assert!(confinement.allows(&root.join("inside.py")));
+        for refused in [
+            "linked/mod.py",
+            "passwd.py",
+            ".hidden/b.py",
+            "build/c.py",
+            "pkg/e.py",
+            "pkg",
+            "missing.py",
+        ] {
+            assert!(!confinement.allows(&root.join(refused)), "{refused}");
+        }
+        assert!(!confinement.allows(&outside.path().join("mod.py")));
+        // Asked again, the same answer (from the cache).
+        assert!(!confinement.allows(&root.join("passwd.py")));
+    }
+}
