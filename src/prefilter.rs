@@ -268,13 +268,26 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
             let before = i.checked_sub(1).map(|i| bytes[i]);
             let after = skip_blanks(bytes, end);
             match before {
-                Some(b'.') => {
-                    bytes.get(after) == Some(&b'=') && bytes.get(after + 1) != Some(&b'=')
-                }
-                // `setattr(m, "forward", f)`: the string follows a comma,
-                // and `setattr` comes shortly before.
+                // `m.forward = f`, and annotated: `m.forward: T = f`.
+                Some(b'.') => match bytes.get(after) {
+                    Some(b'=') => bytes.get(after + 1) != Some(&b'='),
+                    Some(b':') => true,
+                    _ => false,
+                },
+                // `setattr(m, "forward", f)`: the string (in any quotes,
+                // with any prefix: `r'forward'`, triple quotes,
+                // `f"forward"`) follows a comma, and `setattr` comes
+                // shortly before.
                 Some(quote @ (b'"' | b'\'')) => {
                     let mut j = i - 1;
+                    while j > 0 && bytes[j - 1] == quote && i - j < 3 {
+                        j -= 1;
+                    }
+                    let mut letters = 0;
+                    while j > 0 && letters < 2 && b"rRuUfFbBtT".contains(&bytes[j - 1]) {
+                        j -= 1;
+                        letters += 1;
+                    }
                     while j > 0 && is_gap(bytes[j - 1]) {
                         j -= 1;
                     }
@@ -647,6 +660,42 @@ mod tests {
             words("x = 1  # class A(B)\nprint('class', 1)\n"),
             Some(String::new())
         );
+    }
+
+    #[test]
+    fn forward_replacements_count_in_every_spelling_the_index_matches() {
+        let needed = |text: &str| {
+            Needles::new([Needle {
+                name: crate::index::FORWARD.to_owned(),
+                context: Context::Replaced,
+            }])
+            .scan(text)
+            .needed
+        };
+        for spelling in [
+            "m.forward = nf",
+            "m.forward: T = nf",
+            "m.forward : Callable = nf",
+            "setattr(m, 'forward', nf)",
+            "setattr(m, \"forward\", nf)",
+            "setattr(m, r'forward', nf)",
+            "setattr(m, '''forward''', nf)",
+            "setattr(m, \"\"\"forward\"\"\", nf)",
+            "setattr(m, f'forward', nf)",
+            "setattr(m, Rb\"forward\", nf)",
+            "setattr(m,\n    'forward', nf)",
+        ] {
+            assert!(needed(spelling), "{spelling}");
+        }
+        for other in [
+            "m.forward(x)",
+            "m.forward == nf",
+            "y = m.forward",
+            "print('forward')",
+            "d = {'forward': 1}",
+        ] {
+            assert!(!needed(other), "{other}");
+        }
     }
 
     fn defined(name: &str) -> Needle {

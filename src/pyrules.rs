@@ -41,9 +41,38 @@ fn inside_string(root: Node<'_>, offset: usize) -> bool {
     spanning(root, offset).any(|n| n.kind() == "string")
 }
 
+/// Node kinds whose direct children are statements, blocks and clauses,
+/// never a bracket.
+const STATEMENT_CONTAINERS: &[&str] = &[
+    "module",
+    "block",
+    "decorated_definition",
+    "function_definition",
+    "class_definition",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "for_statement",
+    "while_statement",
+    "try_statement",
+    "except_clause",
+    "except_group_clause",
+    "finally_clause",
+    "with_statement",
+    "match_statement",
+    "case_clause",
+    "expression_statement",
+];
+
 /// Whether `offset` lies between an opening bracket and its closing one.
 fn inside_brackets(root: Node<'_>, offset: usize) -> bool {
     spanning(root, offset).any(|n| {
+        // Statements and their lists hold no bracket of their own (a
+        // statement's brackets belong to an expression node in it): their
+        // children, thousands in a long body, are not counted for nothing.
+        if STATEMENT_CONTAINERS.contains(&n.kind()) {
+            return false;
+        }
         let mut depth = 0i32;
         let mut cursor = n.walk();
         for child in n.children(&mut cursor) {

@@ -438,6 +438,54 @@ impl SemanticModel {
         ScopeId::MODULE
     }
 
+    /// The innermost scope whose node spans `offset`, found from the spans
+    /// (scopes are kept in the order of their starts), without the tree.
+    /// Unlike [`SemanticModel::scope_of`], a def's defaults and decorators
+    /// count as inside it.
+    pub fn scope_at(&self, offset: usize) -> ScopeId {
+        let after = self.scopes.partition_point(|s| s.node.start <= offset);
+        let mut id = ScopeId(after.saturating_sub(1));
+        loop {
+            let Some(scope) = self.scopes.get(id.0) else {
+                return ScopeId::MODULE;
+            };
+            if scope.node.contains(&offset) {
+                return id;
+            }
+            match scope.parent {
+                Some(parent) => id = parent,
+                None => return ScopeId::MODULE,
+            }
+        }
+    }
+
+    /// Whether `name`, looked up by code at `offset`, can be bound by an
+    /// import there (or by a star import, or by nothing the file shows).
+    /// False where every binding that can be in effect is something else: a
+    /// parameter, an assignment, a loop, `with` or `except` target, a walrus,
+    /// a comprehension variable, a `match` capture, a def or a class.
+    pub fn may_be_import(&self, name: &str, offset: usize) -> bool {
+        if self.scopes.is_empty() {
+            return true;
+        }
+        let found = self.possible_bindings(name, self.scope_at(offset), offset);
+        let is_import = |id: &BindingId| {
+            matches!(
+                self.binding(*id).kind,
+                BindingKind::Import { .. } | BindingKind::StarImport { .. }
+            )
+        };
+        if found.bindings.is_empty()
+            && let Some(scope) = found.scope.filter(|&s| s != ScopeId::MODULE)
+        {
+            // Local there, and not bound yet in the order of the text: a
+            // comprehension's element runs after its `for` binds the name.
+            let local = self.bindings_in(scope, name);
+            return local.is_empty() || local.iter().any(is_import);
+        }
+        found.unknown || found.bindings.is_empty() || found.bindings.iter().any(is_import)
+    }
+
     /// Every scope, the module first.
     pub fn scopes(&self) -> &[Scope] {
         &self.scopes

@@ -211,9 +211,111 @@ impl<'t> Enclosing<'t> {
     }
 }
 
+/// Python's `__qualname__` of definitions, from spans instead of walks up
+/// the tree: a definition's name under the qualnames of the classes and
+/// functions around it (`f.<locals>.C.m`; a lambda is `<lambda>`, and only
+/// `def`s and classes make the path). Each qualname is computed once.
+pub struct Qualnames<'t> {
+    /// The `def`s and classes of the file.
+    outer: Enclosing<'t>,
+    text: &'t str,
+    memo: std::cell::RefCell<std::collections::HashMap<usize, String>>,
+}
+
+impl<'t> Qualnames<'t> {
+    /// `definitions`: every `function_definition` and `class_definition`
+    /// of the file (lambdas are left out of qualnames' paths).
+    pub fn new(definitions: Vec<Node<'t>>, text: &'t str) -> Qualnames<'t> {
+        Qualnames {
+            outer: Enclosing::new(definitions),
+            text,
+            memo: Default::default(),
+        }
+    }
+
+    /// The qualname of a `def`, `lambda` or `class` node.
+    pub fn of(&self, definition: Node<'_>) -> String {
+        let own = match definition.kind() {
+            "lambda" => "<lambda>".to_owned(),
+            _ => definition
+                .child_by_field_name("name")
+                .map_or("?", |name| text_of(name, self.text))
+                .to_owned(),
+        };
+        // Definitions nest by indentation (at most 99 levels), so this goes
+        // at most that many levels up.
+        match self.outer.around(definition) {
+            None => own,
+            Some(outer) => {
+                let key = outer.start_byte();
+                let known = self.memo.borrow().get(&key).cloned();
+                let prefix = known.unwrap_or_else(|| {
+                    let prefix = self.of(outer);
+                    self.memo.borrow_mut().insert(key, prefix.clone());
+                    prefix
+                });
+                if outer.kind() == "class_definition" {
+                    format!("{prefix}.{own}")
+                } else {
+                    format!("{prefix}.<locals>.{own}")
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Qualnames` gives what walking up the tree gives, for every
+    /// definition.
+    #[test]
+    fn qualnames_from_spans_agree_with_the_tree() {
+        let text = "def f(a=lambda: 1):\n    def g():\n        return lambda x: (lambda: x)\n\
+                    class C:\n    def m(self):\n        class D:\n            def n(self): pass\n\
+                    @dec\nasync def h():\n    w = [lambda: 3 for _ in ()]\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let mut definitions = Vec::new();
+        'walk: loop {
+            let node = cursor.node();
+            if matches!(
+                node.kind(),
+                "function_definition" | "class_definition" | "lambda"
+            ) {
+                definitions.push(node);
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    continue 'walk;
+                }
+                if !cursor.goto_parent() {
+                    break 'walk;
+                }
+            }
+        }
+        let qualnames = Qualnames::new(
+            definitions
+                .iter()
+                .copied()
+                .filter(|d| d.kind() != "lambda")
+                .collect(),
+            text,
+        );
+        assert!(definitions.len() > 10);
+        for definition in definitions {
+            assert_eq!(
+                qualnames.of(definition),
+                crate::matcher::qualname(definition, text),
+                "{definition:?}"
+            );
+        }
+    }
 
     /// `around` gives what walking up the tree gives, for every node.
     #[test]
