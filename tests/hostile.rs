@@ -1,0 +1,448 @@
+//! Hostile inputs aimed at the project-wide analysis (the index, evidence
+//! through calls, hooks found by use, modules read on demand): each test
+//! pins one class of failure a second adversarial trial found, through the
+//! real binary. The crashes must give the file one `path:line:col` error and
+//! exit 2 while every other file is still processed, with and without the
+//! prefilter and for files read on demand; divergences must give the same
+//! answer whatever the flags; reads stay inside the project.
+
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+mod common;
+use common::{BIN, Project, Run};
+
+/// A registered offload hook: one file of a project that must still be
+/// processed when another file of it cannot be.
+const GOOD: &str = "import torch\n\n\ndef pre(m, a):\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n";
+
+fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::finish(child, &format!("hookfence {args:?}")).into()
+}
+
+fn run_with_stdin(dir: &Path, args: &[&str], input: &[u8]) -> Run {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let run: Run = common::finish(child, &format!("hookfence {args:?} < input")).into();
+    feeder.join().unwrap();
+    run
+}
+
+/// A project with a marker, `bad.py` holding `bad` and `good.py` a hook.
+fn with_bad_file(bad: &str) -> Project {
+    Project::new(&[
+        ("pyproject.toml", b""),
+        ("bad.py", bad.as_bytes()),
+        ("good.py", GOOD.as_bytes()),
+    ])
+}
+
+/// The run named `bad.py` once, at `bad.py:LINE:COL: ...` with `message`,
+/// exited 2, and still fenced `good.py` (in the diff, or on disk with
+/// `--apply`).
+fn assert_one_error_and_the_rest_processed(p: &Project, run: &Run, message: &str) {
+    assert_eq!(run.code, Some(2), "{run}");
+    let named: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("bad.py:"))
+        .collect();
+    assert_eq!(named.len(), 1, "{run}");
+    let rest = named[0]["bad.py:".len()..].split(':').collect::<Vec<_>>();
+    assert!(
+        rest.len() >= 3 && rest[0].parse::<usize>().is_ok() && rest[1].parse::<usize>().is_ok(),
+        "no line:col in {:?}",
+        named[0]
+    );
+    assert!(named[0].contains(message), "{run}");
+    assert!(!run.stderr.contains("overflow"), "{run}");
+    let fenced = String::from_utf8_lossy(&run.stdout).contains("+@torch.compiler.disable()")
+        || p.read_str("good.py").contains("@torch.compiler.disable()");
+    assert!(fenced, "good.py was not processed\n{run}");
+}
+
+fn attribute_chain(n: usize) -> String {
+    format!("{GOOD}y = module{}\n", ".a".repeat(n))
+}
+
+// --- Crashes -------------------------------------------------------------
+
+#[test]
+fn a_deep_attribute_chain_in_a_hook_file_is_one_error_not_a_crash() {
+    for flags in [&[][..], &["--no-prefilter"], &["-j", "1"], &["--apply"]] {
+        let p = with_bad_file(&attribute_chain(8_000));
+        let mut args = flags.to_vec();
+        args.push(".");
+        let run = run_in(p.root(), &args);
+        assert_one_error_and_the_rest_processed(&p, &run, "nested more than 5000 levels deep");
+        assert_eq!(p.read_str("bad.py"), attribute_chain(8_000));
+    }
+    // Within the bound, the same shape is analysed like any other file.
+    let p = with_bad_file(&attribute_chain(4_000));
+    let run = run_in(p.root(), &["--check", "."]);
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(!run.stderr.contains("bad.py:"), "{run}");
+}
+
+#[test]
+fn a_deep_module_read_only_through_an_import_is_one_error_not_a_crash() {
+    let deep = format!(
+        "import torch\n\n\ndef helper(m):\n    m.to('cuda')\n\n\ny = module{}\n",
+        ".a".repeat(8_000)
+    );
+    let user = "from deep import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n";
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        ("deep.py", deep.as_bytes()),
+        ("user.py", user.as_bytes()),
+    ]);
+    for args in [&["user.py"][..], &["--no-prefilter", "user.py"], &["."]] {
+        let run = run_in(p.root(), args);
+        assert_eq!(run.code, Some(2), "{args:?}\n{run}");
+        assert!(
+            run.stderr.lines().any(|l| l.starts_with("deep.py:")
+                && l.contains("nested more than 5000 levels deep")
+                && l.contains("read through an import")),
+            "{args:?}\n{run}"
+        );
+    }
+    // stdin with its project (as an editor or pre-commit passes one file).
+    let run = run_with_stdin(
+        p.root(),
+        &["--stdin-filename", "user.py", "-"],
+        user.as_bytes(),
+    );
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(run.stderr.contains("deep.py:"), "{run}");
+}
+
+#[test]
+fn more_than_99_indentation_levels_are_a_syntax_error_never_parsed() {
+    let mut bad = GOOD.to_owned();
+    for i in 0..550 {
+        bad.push_str(&format!("{}if x:\n", "  ".repeat(i)));
+    }
+    bad.push_str(&format!(
+        "{}def f():\n{}  pass\n",
+        "  ".repeat(550),
+        "  ".repeat(550)
+    ));
+    for flags in [&[][..], &["--no-prefilter"]] {
+        let p = with_bad_file(&bad);
+        let mut args = flags.to_vec();
+        args.push(".");
+        let run = run_in(p.root(), &args);
+        assert_one_error_and_the_rest_processed(&p, &run, "too many levels of indentation");
+        // The line CPython names: the 100th level.
+        assert!(run.stderr.contains("bad.py:109:1:"), "{run}");
+    }
+}
+
+#[test]
+fn more_than_200_nested_brackets_are_a_syntax_error_never_parsed() {
+    let bad = format!("{GOOD}y = {}1{}\n", "(".repeat(5_000), ")".repeat(5_000));
+    for flags in [&[][..], &["--no-prefilter"]] {
+        let p = with_bad_file(&bad);
+        let mut args = flags.to_vec();
+        args.push(".");
+        let run = run_in(p.root(), &args);
+        assert_one_error_and_the_rest_processed(&p, &run, "too many nested parentheses");
+        assert!(run.stderr.contains("bad.py:9:205:"), "{run}");
+    }
+}
+
+// --- Divergences ---------------------------------------------------------
+
+#[test]
+fn every_spelling_of_a_forward_replacement_is_seen_with_and_without_the_prefilter() {
+    for spelling in [
+        "m.forward: Callable = nf",
+        "setattr(m, r'forward', nf)",
+        "setattr(m, '''forward''', nf)",
+        "setattr(m, f'forward', nf)",
+        "setattr(m, \"forward\", nf)",
+    ] {
+        let installer = format!(
+            "import helpers\n\n\ndef install(m):\n    orig = m.forward\n\n    def nf(*args):\n        helpers.onload(m)\n        return orig(*args)\n\n    {spelling}\n"
+        );
+        let p = Project::new(&[
+            ("pyproject.toml", b""),
+            ("install.py", installer.as_bytes()),
+            (
+                "helpers.py",
+                b"import torch\n\n\ndef onload(module):\n    module.to('cuda')\n",
+            ),
+        ]);
+        let default = run_in(p.root(), &["--check", "."]);
+        let full = run_in(p.root(), &["--check", "--no-prefilter", "."]);
+        assert_eq!(default.code, Some(1), "{spelling}\n{default}");
+        assert_eq!(full.code, default.code, "{spelling}\n{full}");
+        assert_eq!(full.stdout, default.stdout, "{spelling}");
+    }
+}
+
+#[test]
+fn a_project_root_that_is_no_directory_is_refused_naming_it() {
+    let p = Project::new(&[("hook.py", GOOD.as_bytes()), ("file.txt", b"")]);
+    let fifo = p.path("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for root in ["does-not-exist", "file.txt", "/dev/null", "fifo"] {
+        let run = run_in(p.root(), &["--check", "--project-root", root, "hook.py"]);
+        assert_eq!(run.code, Some(2), "{root}\n{run}");
+        assert!(
+            run.stderr.contains(&format!("--project-root {root}")),
+            "{root}\n{run}"
+        );
+        assert!(run.stdout.is_empty(), "{root}\n{run}");
+    }
+    let run = run_in(p.root(), &["--check", "--project-root", ".", "hook.py"]);
+    assert_eq!(run.code, Some(1), "{run}");
+}
+
+#[test]
+fn an_imported_module_that_does_not_parse_is_named_and_fails_the_run() {
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "helpers.py",
+            b"import torch\n\n\ndef helper(module):\n    module.to('cuda'\n",
+        ),
+        (
+            "user.py",
+            b"from helpers import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    for args in [&["user.py"][..], &["--no-prefilter", "user.py"]] {
+        let run = run_in(p.root(), args);
+        assert_eq!(run.code, Some(2), "{args:?}\n{run}");
+        assert!(
+            run.stderr
+                .lines()
+                .any(|l| l.starts_with("helpers.py:") && l.contains("syntax error")),
+            "{args:?}\n{run}"
+        );
+        // Its error-recovered tree decided nothing.
+        assert!(!run.stdout_str().contains("+@torch"), "{args:?}\n{run}");
+    }
+}
+
+// --- Wrong edits ---------------------------------------------------------
+
+#[test]
+fn a_local_binding_that_shadows_an_imported_callee_is_not_followed() {
+    let bodies = [
+        ("parameter", "def pre(m, a, helper):\n    helper(m)\n"),
+        ("default", "def pre(m, a, helper=print):\n    helper(m)\n"),
+        (
+            "assignment",
+            "def pre(m, a):\n    helper = print\n    helper(m)\n",
+        ),
+        (
+            "for",
+            "def pre(m, a):\n    for helper in (print,):\n        helper(m)\n",
+        ),
+        (
+            "with",
+            "def pre(m, a):\n    with ctx() as helper:\n        helper(m)\n",
+        ),
+        (
+            "walrus",
+            "def pre(m, a):\n    if (helper := print):\n        helper(m)\n",
+        ),
+        (
+            "except",
+            "def pre(m, a):\n    try:\n        pass\n    except Exception as helper:\n        helper(m)\n",
+        ),
+        (
+            "comprehension",
+            "def pre(m, a):\n    [helper(m) for helper in (print,)]\n",
+        ),
+        (
+            "match",
+            "def pre(m, a):\n    match a:\n        case helper:\n            helper(m)\n",
+        ),
+        ("receiver", "def pre(m, a, helpers):\n    helpers.move(m)\n"),
+    ];
+    for (shape, body) in bodies {
+        let user = format!(
+            "from helpers import helper\nimport helpers\n\n\n{body}\n\nmodel.register_forward_pre_hook(pre)\n"
+        );
+        let p = Project::new(&[
+            ("pyproject.toml", b""),
+            (
+                "helpers.py",
+                b"import torch\n\n\ndef helper(module):\n    module.to('cuda')\n\n\ndef move(module):\n    module.to('cuda')\n",
+            ),
+            ("user.py", user.as_bytes()),
+        ]);
+        let run = run_in(p.root(), &["--list", "user.py"]);
+        assert!(
+            run.stdout_str().contains("not-offload"),
+            "{shape}: a call shadowed locally was followed\n{run}"
+        );
+    }
+    // Unshadowed, the same call is followed.
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "helpers.py",
+            b"import torch\n\n\ndef helper(module):\n    module.to('cuda')\n",
+        ),
+        (
+            "user.py",
+            b"from helpers import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    let run = run_in(p.root(), &["--list", "user.py"]);
+    assert!(run.stdout_str().contains("unfenced"), "{run}");
+}
+
+#[test]
+fn generic_method_names_called_by_a_forward_wrapper_make_no_protocol_hooks() {
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "a.py",
+            b"import torch\n\n\nclass Registry:\n    def add(self, m):\n        m.to('cuda')\n\n\nclass Cfg:\n    def get(self, key):\n        return key.cuda()\n\n\ndef install(model, t):\n    orig = model.forward\n\n    def wrapper(*args):\n        t.add(model)\n        t.get(model)\n        seen = set()\n        seen.discard(model)\n        return orig(*args)\n\n    model.forward = wrapper\n",
+        ),
+    ]);
+    for args in [&["--list", "."][..], &["--list", "--all-hooks", "."]] {
+        let run = run_in(p.root(), args);
+        let out = run.stdout_str();
+        assert!(
+            !out.contains("Registry.add") && !out.contains("Cfg.get"),
+            "{args:?}\n{run}"
+        );
+    }
+    // A specific name still makes a protocol hook.
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "a.py",
+            b"import torch\n\n\nclass Offloader:\n    def onload_weights(self, m):\n        m.to('cuda')\n\n\ndef install(model, t):\n    orig = model.forward\n\n    def wrapper(*args):\n        t.onload_weights(model)\n        return orig(*args)\n\n    model.forward = wrapper\n",
+        ),
+    ]);
+    let run = run_in(p.root(), &["--list", "."]);
+    assert!(
+        run.stdout_str().contains("Offloader.onload_weights"),
+        "{run}"
+    );
+}
+
+// --- Reading outside the project -------------------------------------------
+
+#[test]
+fn reads_on_demand_follow_no_link_out_of_the_project() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("pkg")).unwrap();
+    std::fs::write(
+        outside.path().join("pkg/__init__.py"),
+        "import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
+    )
+    .unwrap();
+    // Opened, a FIFO would hang the run: the timeout fails the test.
+    let fifo = outside.path().join("fifo.py");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "user.py",
+            b"from pkg import helper\nimport secret\nimport piped\n\n\ndef pre(m, a):\n    helper(m)\n    secret.move(m)\n    piped.move(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    std::os::unix::fs::symlink(outside.path().join("pkg"), p.path("pkg")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", p.path("secret.py")).unwrap();
+    std::os::unix::fs::symlink(&fifo, p.path("piped.py")).unwrap();
+    for args in [
+        &["--list", "user.py"][..],
+        &["--list", "--no-prefilter", "."],
+    ] {
+        let run = run_in(p.root(), args);
+        assert_eq!(run.code, Some(0), "{args:?}\n{run}");
+        assert!(run.stdout_str().contains("not-offload"), "{args:?}\n{run}");
+        assert!(!run.stderr.contains("passwd"), "{args:?}\n{run}");
+    }
+    // The same package inside the project is read.
+    let inside = Project::new(&[
+        ("pyproject.toml", b""),
+        (
+            "pkg/__init__.py",
+            b"import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
+        ),
+        (
+            "user.py",
+            b"from pkg import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    let run = run_in(inside.root(), &["--list", "user.py"]);
+    assert!(run.stdout_str().contains("unfenced"), "{run}");
+}
+
+#[test]
+fn reads_on_demand_skip_what_the_walk_ignores() {
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        (".gitignore", b"generated/\n"),
+        (
+            "generated/helpers.py",
+            b"import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
+        ),
+        (
+            "user.py",
+            b"from generated.helpers import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    let before = run_in(p.root(), &["--list", "user.py"]);
+    assert!(before.stdout_str().contains("unfenced"), "{before}");
+    std::fs::create_dir_all(p.path(".git")).unwrap();
+    let after = run_in(p.root(), &["--list", "user.py"]);
+    assert!(after.stdout_str().contains("not-offload"), "{after}");
+}
+
+// --- The input's error, not the rewrite's ------------------------------------
+
+#[test]
+fn a_number_run_into_a_keyword_is_the_inputs_syntax_error() {
+    let bad = "import torch\n\n\nclass H(ModelHook):\n    0def post_forward(self, module, output):\n        module.to('cpu')\n";
+    let p = with_bad_file(bad);
+    let run = run_in(p.root(), &["."]);
+    assert_one_error_and_the_rest_processed(&p, &run, "invalid decimal literal");
+    assert!(run.stderr.contains("bad.py:5:5:"), "{run}");
+    assert!(!run.stderr.contains("rewritten file"), "{run}");
+}
