@@ -317,7 +317,9 @@ fn deepspeed_sdist() -> tempfile::TempDir {
                 "--no-binary",
                 ":all:",
             ])
-            .arg("--no-build-isolation")
+            // pip prepares an sdist's metadata before it saves it: in an
+            // isolated build environment, so that the machine's own
+            // setuptools (without `wheel`) does not decide whether it can.
             .arg("--require-hashes")
             .arg("-r")
             .arg(&reqs)
