@@ -5,7 +5,8 @@
 # medians):
 #   walk+read (find+cat), hookfence dry run, --check, --list (if present),
 #   a tree-sitter parse-only pass (examples/parse_only.rs),
-#   hookfence --no-prefilter -j 1 / -j 2, and ast-grep with bench/ast-grep/.
+#   hookfence --no-prefilter -j 1 / -j 2, and ast-grep with bench/ast-grep/;
+#   then hostile shapes of one file at n and 2n (bench/hostile.py).
 # Prints a Markdown report (machine, table, ratios, targets) and writes it to
 # bench/LATEST.md.
 #
@@ -69,3 +70,6 @@ python3 bench/driver.py run \
   --runs "$BENCH_RUNS" \
   --manifest "manifest_sha256=$CORPUS_SHA256" \
   --out "$BENCH_OUT"
+
+# 6. Cost in one file's size: hostile shapes at n and 2n, appended.
+python3 bench/hostile.py --hookfence "$HOOKFENCE" --out "$BENCH_OUT" >/dev/null

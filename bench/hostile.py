@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Cost in one file's size: hostile shapes at n and 2n (benchmark rows, never
+a timed test).
+
+Each shape is one generated file (with a registered offload hook, so that it
+is parsed and analysed) in a project of its own. hookfence's dry run is timed
+on it at n and at 2n (median of --runs runs); the ratio of the two medians
+should be about 2 where the cost is linear in the file's size. The shapes are
+the blow-ups an adversarial trial found (issue 19): nested lambdas, method-call
+chains at module level and inside a hook, many hook classes, many registered
+closures, a deep class hierarchy, many forward replacements, one hook calling
+many distinct functions.
+
+Usage: bench/hostile.py --hookfence PATH [--runs N] [--out FILE]
+Appends a Markdown section to --out (or prints it).
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+HOOK = "import torch\n\n\ndef pre(m, a):\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n"
+
+
+def lambdas(n):
+    return HOOK + "f = " + "lambda: " * n + "1\n"
+
+
+def method_chain(n):
+    return HOOK + "y = module" + ".a()" * n + "\n"
+
+
+def method_chain_in_hook(n):
+    return (
+        "import torch\n\n\ndef pre(m, a):\n    y = m"
+        + ".a()" * n
+        + "\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n"
+    )
+
+
+def hook_classes(n):
+    return "import torch\nfrom accelerate.hooks import ModelHook\n" + "".join(
+        f"\n\nclass H{i}(ModelHook):\n    def pre_forward(self, module, *args):\n"
+        "        module.to('cuda')\n        return args\n"
+        for i in range(n)
+    )
+
+
+def closures(n):
+    return "import torch\n\n\ndef install(model):\n" + "".join(
+        f"    def pre{i}(m, a):\n        m.to('cuda')\n\n"
+        f"    model.register_forward_pre_hook(pre{i})\n"
+        for i in range(n)
+    )
+
+
+def hierarchy(n):
+    return (
+        HOOK
+        + "\n\nclass C0:\n    pass\n"
+        + "".join(f"\n\nclass C{i}(C{i - 1}):\n    pass\n" for i in range(1, n))
+    )
+
+
+def forward_replacements(n):
+    return "import torch\n" + "".join(
+        f"\n\ndef install{i}(m):\n    orig = m.forward\n\n    def nf(*args):\n"
+        "        m.to('cuda')\n        return orig(*args)\n\n    m.forward = nf\n"
+        for i in range(n)
+    )
+
+
+def many_callees(n):
+    return (
+        "import torch\n"
+        + "".join(f"\n\ndef f{i}(m):\n    return m\n" for i in range(n))
+        + "\n\ndef pre(m, a):\n"
+        + "".join(f"    f{i}(m)\n" for i in range(n))
+        + "\n\nmodel.register_forward_pre_hook(pre)\n"
+    )
+
+
+# (name, generator, n): each is timed at n and 2n.
+SHAPES = [
+    ("nested lambdas", lambdas, 1000),
+    ("method-call chain", method_chain, 500),
+    ("method-call chain in a hook", method_chain_in_hook, 500),
+    ("hook classes in one file", hook_classes, 5000),
+    ("registered closures in one file", closures, 5000),
+    ("class hierarchy depth", hierarchy, 1000),
+    ("forward replacements in one file", forward_replacements, 4000),
+    ("one hook calling n functions", many_callees, 16000),
+]
+
+
+def timed(hookfence, project, runs):
+    times = []
+    code = None
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run(
+            [hookfence, "-q", project],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        times.append(time.perf_counter() - start)
+        code = done.returncode
+    return statistics.median(times), code
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hookfence", required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make, n in SHAPES:
+            medians = []
+            for size in (n, 2 * n):
+                project = os.path.join(tmp, f"{make.__name__}-{size}")
+                os.makedirs(project)
+                open(os.path.join(project, "pyproject.toml"), "w").close()
+                with open(os.path.join(project, "a.py"), "w") as f:
+                    f.write(make(size))
+                medians.append((size, *timed(args.hookfence, project, args.runs)))
+            (n1, t1, c1), (n2, t2, c2) = medians
+            rows.append(
+                f"| {name} | {n1} | {t1:.3f} | {n2} | {t2:.3f} | {t2 / t1:.2f}× | exit {c1}, {c2} |"
+            )
+    report = "\n".join(
+        [
+            "",
+            "## Cost in one file's size (hostile shapes, `bench/hostile.py`)",
+            "",
+            f"Dry run on one generated file at n and 2n, median of {args.runs} runs each"
+            " (process start and query compilation, about 0.1 s, included); linear cost"
+            " gives about 2×. Exit 2 means the file was refused (nested past the bound).",
+            "",
+            "| shape | n | s | 2n | s | 2n / n | exit |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+            *rows,
+            "",
+        ]
+    )
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
