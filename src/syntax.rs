@@ -268,25 +268,12 @@ impl<'t> Qualnames<'t> {
 mod tests {
     use super::*;
 
-    /// `Qualnames` gives what walking up the tree gives, for every
-    /// definition.
-    #[test]
-    fn qualnames_from_spans_agree_with_the_tree() {
-        let text = "def f(a=lambda: 1):\n    def g():\n        return lambda x: (lambda: x)\n\
-                    class C:\n    def m(self):\n        class D:\n            def n(self): pass\n\
-                    @dec\nasync def h():\n    w = [lambda: 3 for _ in ()]\n";
-        let tree = crate::parse::parse(text).unwrap();
-        let root = tree.root_node();
+    /// Every node under `root`, `root` first, in document order.
+    fn all_nodes(root: Node<'_>) -> Vec<Node<'_>> {
         let mut cursor = root.walk();
-        let mut definitions = Vec::new();
+        let mut nodes = Vec::new();
         'walk: loop {
-            let node = cursor.node();
-            if matches!(
-                node.kind(),
-                "function_definition" | "class_definition" | "lambda"
-            ) {
-                definitions.push(node);
-            }
+            nodes.push(cursor.node());
             if cursor.goto_first_child() {
                 continue;
             }
@@ -299,6 +286,26 @@ mod tests {
                 }
             }
         }
+        nodes
+    }
+
+    /// `Qualnames` gives what walking up the tree gives, for every
+    /// definition.
+    #[test]
+    fn qualnames_from_spans_agree_with_the_tree() {
+        let text = "def f(a=lambda: 1):\n    def g():\n        return lambda x: (lambda: x)\n\
+                    class C:\n    def m(self):\n        class D:\n            def n(self): pass\n\
+                    @dec\nasync def h():\n    w = [lambda: 3 for _ in ()]\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let definitions: Vec<Node<'_>> = all_nodes(tree.root_node())
+            .into_iter()
+            .filter(|n| {
+                matches!(
+                    n.kind(),
+                    "function_definition" | "class_definition" | "lambda"
+                )
+            })
+            .collect();
         let qualnames = Qualnames::new(
             definitions
                 .iter()
@@ -326,22 +333,7 @@ mod tests {
         let tree = crate::parse::parse(text).unwrap();
         let root = tree.root_node();
         let functions = Enclosing::functions_under(root);
-        let mut cursor = root.walk();
-        let mut nodes = Vec::new();
-        'walk: loop {
-            nodes.push(cursor.node());
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-            }
-        }
+        let nodes = all_nodes(root);
         assert!(nodes.len() > 50);
         for node in nodes {
             assert_eq!(

@@ -85,6 +85,25 @@ fn assert_one_error_and_the_rest_processed(p: &Project, run: &Run, message: &str
     assert!(fenced, "good.py was not processed\n{run}");
 }
 
+/// A project with a function moving a module to the device at `module`
+/// (a path), and `user.py` registering a hook that calls it, imported
+/// `from {import} import helper`; plus `extra` files.
+fn project_calling_helper(module: &str, import: &str, extra: &[(&str, &[u8])]) -> Project {
+    let user = format!(
+        "from {import} import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n"
+    );
+    let mut files: Vec<(&str, &[u8])> = vec![
+        ("pyproject.toml", b""),
+        (
+            module,
+            b"import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
+        ),
+        ("user.py", user.as_bytes()),
+    ];
+    files.extend_from_slice(extra);
+    Project::new(&files)
+}
+
 fn attribute_chain(n: usize) -> String {
     format!("{GOOD}y = module{}\n", ".a".repeat(n))
 }
@@ -312,17 +331,7 @@ fn a_local_binding_that_shadows_an_imported_callee_is_not_followed() {
         );
     }
     // Unshadowed, the same call is followed.
-    let p = Project::new(&[
-        ("pyproject.toml", b""),
-        (
-            "helpers.py",
-            b"import torch\n\n\ndef helper(module):\n    module.to('cuda')\n",
-        ),
-        (
-            "user.py",
-            b"from helpers import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
-        ),
-    ]);
+    let p = project_calling_helper("helpers.py", "helpers", &[]);
     let run = run_in(p.root(), &["--list", "user.py"]);
     assert!(run.stdout_str().contains("unfenced"), "{run}");
 }
@@ -399,35 +408,18 @@ fn reads_on_demand_follow_no_link_out_of_the_project() {
         assert!(!run.stderr.contains("passwd"), "{args:?}\n{run}");
     }
     // The same package inside the project is read.
-    let inside = Project::new(&[
-        ("pyproject.toml", b""),
-        (
-            "pkg/__init__.py",
-            b"import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
-        ),
-        (
-            "user.py",
-            b"from pkg import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
-        ),
-    ]);
+    let inside = project_calling_helper("pkg/__init__.py", "pkg", &[]);
     let run = run_in(inside.root(), &["--list", "user.py"]);
     assert!(run.stdout_str().contains("unfenced"), "{run}");
 }
 
 #[test]
 fn reads_on_demand_skip_what_the_walk_ignores() {
-    let p = Project::new(&[
-        ("pyproject.toml", b""),
-        (".gitignore", b"generated/\n"),
-        (
-            "generated/helpers.py",
-            b"import torch\n\n\ndef helper(m):\n    m.to('cuda')\n",
-        ),
-        (
-            "user.py",
-            b"from generated.helpers import helper\n\n\ndef pre(m, a):\n    helper(m)\n\n\nmodel.register_forward_pre_hook(pre)\n",
-        ),
-    ]);
+    let p = project_calling_helper(
+        "generated/helpers.py",
+        "generated.helpers",
+        &[(".gitignore", b"generated/\n")],
+    );
     let before = run_in(p.root(), &["--list", "user.py"]);
     assert!(before.stdout_str().contains("unfenced"), "{before}");
     std::fs::create_dir_all(p.path(".git")).unwrap();
