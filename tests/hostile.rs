@@ -104,6 +104,19 @@ fn project_calling_helper(module: &str, import: &str, extra: &[(&str, &[u8])]) -
     Project::new(&files)
 }
 
+/// `bad` as `bad.py` beside a good file, run with and without the
+/// prefilter: refused at `at` with `message`, the good file processed.
+fn assert_refused_with_and_without_the_prefilter(bad: &str, message: &str, at: &str) {
+    for flags in [&[][..], &["--no-prefilter"]] {
+        let p = with_bad_file(bad);
+        let mut args = flags.to_vec();
+        args.push(".");
+        let run = run_in(p.root(), &args);
+        assert_one_error_and_the_rest_processed(&p, &run, message);
+        assert!(run.stderr.contains(at), "{run}");
+    }
+}
+
 fn attribute_chain(n: usize) -> String {
     format!("{GOOD}y = module{}\n", ".a".repeat(n))
 }
@@ -170,28 +183,22 @@ fn more_than_99_indentation_levels_are_a_syntax_error_never_parsed() {
         "  ".repeat(550),
         "  ".repeat(550)
     ));
-    for flags in [&[][..], &["--no-prefilter"]] {
-        let p = with_bad_file(&bad);
-        let mut args = flags.to_vec();
-        args.push(".");
-        let run = run_in(p.root(), &args);
-        assert_one_error_and_the_rest_processed(&p, &run, "too many levels of indentation");
-        // The line CPython names: the 100th level.
-        assert!(run.stderr.contains("bad.py:109:1:"), "{run}");
-    }
+    // At the line CPython names: the 100th level.
+    assert_refused_with_and_without_the_prefilter(
+        &bad,
+        "too many levels of indentation",
+        "bad.py:109:1:",
+    );
 }
 
 #[test]
 fn more_than_200_nested_brackets_are_a_syntax_error_never_parsed() {
     let bad = format!("{GOOD}y = {}1{}\n", "(".repeat(5_000), ")".repeat(5_000));
-    for flags in [&[][..], &["--no-prefilter"]] {
-        let p = with_bad_file(&bad);
-        let mut args = flags.to_vec();
-        args.push(".");
-        let run = run_in(p.root(), &args);
-        assert_one_error_and_the_rest_processed(&p, &run, "too many nested parentheses");
-        assert!(run.stderr.contains("bad.py:9:205:"), "{run}");
-    }
+    assert_refused_with_and_without_the_prefilter(
+        &bad,
+        "too many nested parentheses",
+        "bad.py:9:205:",
+    );
 }
 
 // --- Divergences ---------------------------------------------------------
