@@ -19,36 +19,36 @@ use common::{BIN, Project, Run};
 const GOOD: &str = "import torch\n\n\ndef pre(m, a):\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n";
 
 fn run_in(dir: &Path, args: &[&str]) -> Run {
-    let child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::finish(child, &format!("hookfence {args:?}")).into()
+    run_with_stdin(dir, args, None)
 }
 
-fn run_with_stdin(dir: &Path, args: &[&str], input: &[u8]) -> Run {
+/// hookfence with `args` in `dir`, fed `input` on stdin (none: stdin is
+/// closed).
+fn run_with_stdin(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Run {
     use std::io::Write as _;
     let mut child = Command::new(BIN)
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
+    let feeder = child.stdin.take().map(|mut stdin| {
+        let input = input.unwrap_or_default().to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
     });
-    let run: Run = common::finish(child, &format!("hookfence {args:?} < input")).into();
-    feeder.join().unwrap();
+    let run: Run = common::finish(child, &format!("hookfence {args:?}")).into();
+    if let Some(feeder) = feeder {
+        feeder.join().unwrap();
+    }
     run
 }
 
@@ -166,7 +166,7 @@ fn a_deep_module_read_only_through_an_import_is_one_error_not_a_crash() {
     let run = run_with_stdin(
         p.root(),
         &["--stdin-filename", "user.py", "-"],
-        user.as_bytes(),
+        Some(user.as_bytes()),
     );
     assert_eq!(run.code, Some(2), "{run}");
     assert!(run.stderr.contains("deep.py:"), "{run}");
