@@ -52,6 +52,11 @@ fn run_with_stdin(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Run {
     run
 }
 
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 /// A project with a marker, `bad.py` holding `bad` and `good.py` a hook.
 fn with_bad_file(bad: &str) -> Project {
     Project::new(&[
@@ -234,14 +239,7 @@ fn every_spelling_of_a_forward_replacement_is_seen_with_and_without_the_prefilte
 #[test]
 fn a_project_root_that_is_no_directory_is_refused_naming_it() {
     let p = Project::new(&[("hook.py", GOOD.as_bytes()), ("file.txt", b"")]);
-    let fifo = p.path("fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&p.path("fifo"));
     for root in ["does-not-exist", "file.txt", "/dev/null", "fifo"] {
         let run = run_in(p.root(), &["--check", "--project-root", root, "hook.py"]);
         assert_eq!(run.code, Some(2), "{root}\n{run}");
@@ -388,13 +386,7 @@ fn reads_on_demand_follow_no_link_out_of_the_project() {
     .unwrap();
     // Opened, a FIFO would hang the run: the timeout fails the test.
     let fifo = outside.path().join("fifo.py");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     let p = Project::new(&[
         ("pyproject.toml", b""),
         (
