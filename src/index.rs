@@ -18,11 +18,11 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use crate::evidence::{self, Sign};
-use crate::found::Found;
+use crate::found::{Discovered, Found, identity};
 use crate::queries::QUERIES;
 use crate::scope::SemanticModel;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
-use crate::vocabulary::Vocabulary;
+use crate::vocabulary::{FORWARD, Vocabulary};
 
 /// Builtin constructors of containers: what they return holds no hook.
 const BUILTIN_CONTAINERS: &[&str] = &[
@@ -123,9 +123,6 @@ const GENERIC_METHODS: &[&str] = &[
     "error",
     "log",
 ];
-
-/// The method a forward replacement replaces.
-pub const FORWARD: &str = "forward";
 
 /// How deep calls are followed from a hook.
 pub const MOST_CALL_DEPTH: usize = 6;
@@ -916,7 +913,14 @@ pub struct ProjectIndex<'v> {
     vocabulary: &'v Vocabulary,
     /// The texts (in NFKC) of files read to tell whether they spell a name.
     texts: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
+    /// import root of the module asking: asked for every import of every
+    /// module a chain passes, and each answer costs file-system look-ups.
+    module_files: Mutex<HashMap<(String, Option<PathBuf>), ModuleFile>>,
 }
+
+/// Where a dotted module name is: an indexed module, or the file that holds it.
+type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
 
 impl<'v> ProjectIndex<'v> {
     pub fn new(
@@ -944,6 +948,7 @@ impl<'v> ProjectIndex<'v> {
             roots,
             vocabulary,
             texts: Mutex::default(),
+            module_files: Mutex::default(),
         }
     }
 
@@ -971,16 +976,29 @@ impl<'v> ProjectIndex<'v> {
 
     /// The module with dotted name `name` if it is indexed, else the file
     /// that holds it.
-    fn module_file(
-        &self,
-        name: &str,
-        near: &ModuleFacts,
-    ) -> Option<Result<Arc<ModuleFacts>, PathBuf>> {
+    fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
+        let near_root = import_root(&near.path, &near.module);
+        let key = (name.to_owned(), near_root);
+        let lock = || {
+            self.module_files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(&key) {
+            return known.clone();
+        }
+        let found = self.find_module_file(name, key.1.clone());
+        lock().insert(key, found.clone());
+        found
+    }
+
+    /// [`ProjectIndex::module_file`], looked up.
+    fn find_module_file(&self, name: &str, near_root: Option<PathBuf>) -> ModuleFile {
         if let Some(found) = self.modules.iter().find(|m| m.module == name) {
             return Some(Ok(Arc::clone(found)));
         }
         let relative: PathBuf = name.split('.').collect();
-        let mut roots: Vec<PathBuf> = import_root(&near.path, &near.module).into_iter().collect();
+        let mut roots: Vec<PathBuf> = near_root.into_iter().collect();
         roots.extend(self.roots.iter().cloned());
         for root in roots {
             for candidate in [
@@ -1322,97 +1340,6 @@ impl<'v> ProjectIndex<'v> {
             }
         }
         None
-    }
-}
-
-/// Hooks found by use: what the forward wrappers of the project call around
-/// the original forward.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Discovered {
-    /// Register calls the matcher could not follow and the index did:
-    /// `(file, line, column)` of the call.
-    pub resolved: std::collections::BTreeSet<(PathBuf, usize, usize)>,
-    /// The discovered functions' names (for the prefilter).
-    pub names: std::collections::BTreeSet<String>,
-    /// Protocol methods (`pre_forward`, `pre_fwd_exec`) called on hook objects,
-    /// with why: every override of one in the project is a hook.
-    pub protocols: BTreeMap<String, Found>,
-    /// Plain functions called with the module: `(path, line, column) -> why`.
-    pub functions: BTreeMap<(PathBuf, usize, usize), Found>,
-}
-
-impl Discovered {
-    pub fn is_empty(&self) -> bool {
-        self.protocols.is_empty() && self.functions.is_empty()
-    }
-
-    /// Everything in `other` that is not here yet.
-    pub fn adds_to(&self, other: &Discovered) -> bool {
-        other
-            .protocols
-            .keys()
-            .any(|k| !self.protocols.contains_key(k))
-            || other
-                .functions
-                .keys()
-                .any(|k| !self.functions.contains_key(k))
-    }
-
-    pub fn merge(&mut self, other: Discovered) {
-        for (k, v) in other.protocols {
-            self.protocols.entry(k).or_insert(v);
-        }
-        for (k, v) in other.functions {
-            self.functions.entry(k).or_insert(v);
-        }
-        self.names.extend(other.names);
-        self.resolved.extend(other.resolved);
-    }
-
-    /// Whether the register call at `line:column` of `path` was followed by
-    /// the index.
-    pub fn resolves(&self, path: &Path, line: usize, column: usize) -> bool {
-        !self.resolved.is_empty() && self.resolved.contains(&(identity(path), line, column))
-    }
-
-    /// The discovered functions of the file at `path` (any spelling):
-    /// `(line, column, why)`.
-    pub fn functions_in(&self, path: &Path) -> Vec<(usize, usize, Found)> {
-        if self.functions.is_empty() {
-            return Vec::new();
-        }
-        let path = identity(path);
-        self.functions
-            .iter()
-            .filter(|((p, _, _), _)| *p == path)
-            .map(|((_, line, column), why)| (*line, *column, why.clone()))
-            .collect()
-    }
-
-    /// The files (by identity) whose discovered functions or resolved
-    /// registrations differ between `self` and `before`.
-    pub fn files_changed_since(&self, before: &Discovered) -> HashSet<PathBuf> {
-        let mut files: HashSet<PathBuf> = HashSet::new();
-        for ((path, line, column), why) in &self.functions {
-            if before.functions.get(&(path.clone(), *line, *column)) != Some(why) {
-                files.insert(path.clone());
-            }
-        }
-        for key in before.functions.keys() {
-            if !self.functions.contains_key(key) {
-                files.insert(key.0.clone());
-            }
-        }
-        // A registration now followed is no longer reported unresolved.
-        for (path, _, _) in self.resolved.symmetric_difference(&before.resolved) {
-            files.insert(path.clone());
-        }
-        files
-    }
-
-    /// The names of the discovered functions.
-    pub fn function_names(&self) -> impl Iterator<Item = String> + '_ {
-        self.names.iter().cloned()
     }
 }
 
@@ -1793,11 +1720,6 @@ impl ProjectIndex<'_> {
             }
         }
     }
-}
-
-/// One spelling per file, for comparing paths reached different ways.
-pub fn identity(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Reads, parses and indexes a module only needed as context, through the

@@ -137,7 +137,7 @@ pub struct Options {
     /// taken over a second.
     pub progress: Option<indicatif::ProgressBar>,
     /// Hooks found by use in an earlier round of the same run.
-    pub discovered: std::sync::Arc<index::Discovered>,
+    pub discovered: std::sync::Arc<found::Discovered>,
     /// `--project-root`: the project the given paths belong to. Without it,
     /// the nearest directory above each path that holds `pyproject.toml`,
     /// `setup.py`, `setup.cfg` or `.git`.
@@ -201,6 +201,9 @@ struct Pending {
     /// The words in its class statements' base lists, when a cheap reading
     /// could bound them (see [`prefilter::class_base_words`]).
     class_bases: Option<Vec<String>>,
+    /// The names it defines, when it was read (see
+    /// [`prefilter::DefinedNames`]).
+    defined: Option<prefilter::DefinedNames>,
 }
 
 /// What became of one file in one prefilter round.
@@ -333,7 +336,7 @@ fn load_parsed(
                 &discovered,
             );
             let module = index_of(&facts, shadow_tree.root_node(), &shadow.text);
-            shadow.restore(&mut facts, &source.text);
+            facts.restore(shadow, &source.text);
             (facts, module, None)
         }
     };
@@ -454,6 +457,7 @@ fn visit(
             let scan = needles.scan(&view.text);
             if !scan.needed {
                 let class_bases = prefilter::class_base_words(&view.text);
+                let defined = Some(prefilter::DefinedNames::of(&view.text));
                 // Parsed now, while the other files are read, rather than in
                 // a last pass of its own.
                 let fullgraph = pending.fullgraph.or_else(|| {
@@ -464,6 +468,7 @@ fn visit(
                     path: path.clone(),
                     fullgraph,
                     class_bases,
+                    defined,
                 }));
             }
         }
@@ -701,15 +706,15 @@ fn report_read_on_demand(analysis: &mut Analysis, options: &Options) {
     let reported: std::collections::HashSet<PathBuf> = analysis
         .errors
         .iter()
-        .map(|e| index::identity(e.path()))
+        .map(|e| found::identity(e.path()))
         .collect();
     let analysed: std::collections::HashSet<PathBuf> = analysis
         .files
         .iter()
-        .map(|f| index::identity(&f.path))
+        .map(|f| found::identity(&f.path))
         .collect();
     for err in options.module_cache.take_errors() {
-        let id = index::identity(err.path());
+        let id = found::identity(err.path());
         if !reported.contains(&id) && !analysed.contains(&id) {
             analysis.errors.push(err);
         }
@@ -783,7 +788,7 @@ fn with_project_context(paths: &[PathBuf], options: &Options) -> Options {
 fn analyze_rounds(
     paths: &[PathBuf],
     options: &Options,
-) -> (Analysis, index::Discovered, Vec<matcher::ClassFact>) {
+) -> (Analysis, found::Discovered, Vec<matcher::ClassFact>) {
     const MOST_ROUNDS: usize = 4;
     let mut options = options.clone();
     let mut round = 1;
@@ -829,17 +834,17 @@ struct Carry {
     /// The needles the new round's vocabulary adds.
     added: Vec<prefilter::Needle>,
     /// What was found by use when the earlier round ran.
-    discovered: std::sync::Arc<index::Discovered>,
+    discovered: std::sync::Arc<found::Discovered>,
 }
 
 /// How a round of [`analyze_once`] ended.
 enum Round {
     /// The analysis, what was found by use, and the classes of every parsed
     /// file.
-    Ended(Analysis, index::Discovered, Vec<matcher::ClassFact>),
+    Ended(Analysis, found::Discovered, Vec<matcher::ClassFact>),
     /// Hooks were found by use that the round's vocabulary did not know: what
     /// was found, and what the next round can keep.
-    Again(index::Discovered, Carry),
+    Again(found::Discovered, Carry),
 }
 
 /// Whether the file at `path` must be read again in a round that adds the
@@ -853,7 +858,7 @@ fn read_again(
     added: Option<&prefilter::Needles>,
     changed: &std::collections::HashSet<PathBuf>,
 ) -> bool {
-    if !changed.is_empty() && changed.contains(&index::identity(path)) {
+    if !changed.is_empty() && changed.contains(&found::identity(path)) {
         return true;
     }
     let Some(added) = added else {
@@ -925,6 +930,7 @@ fn analyze_once(
                         path: path.to_path_buf(),
                         fullgraph: None,
                         class_bases: None,
+                        defined: None,
                     };
                     let outcome =
                         visit(pending, first_needles.as_ref(), options, options.prefilter);
@@ -979,15 +985,24 @@ fn analyze_once(
                         path: file.path,
                         fullgraph: None,
                         class_bases: None,
+                        defined: None,
                     };
                     visit(pending, None, options, options.prefilter)
                 })
                 .chain(carry.pending.into_par_iter().map(|p| {
-                    if !changed.is_empty() && changed.contains(&index::identity(&p.path)) {
+                    if !changed.is_empty() && changed.contains(&found::identity(&p.path)) {
                         // It holds a function newly found by use: parsed outright.
                         return visit(p, None, options, true);
                     }
                     match &added {
+                        // Read again only if it can hold an added name.
+                        Some(_)
+                            if p.defined
+                                .as_ref()
+                                .is_some_and(|d| !d.may_hold(&carry.added)) =>
+                        {
+                            Outcome::NotYet(p)
+                        }
                         Some(needles) => visit(p, Some(needles), options, true),
                         None => Outcome::NotYet(p),
                     }
@@ -1011,7 +1026,7 @@ fn analyze_once(
     // Later rounds: the names of classes found to derive from a protocol
     // base, until none is new.
     while options.prefilter && !pending.is_empty() {
-        let names: BTreeSet<String> = prefilter::hook_class_names(
+        let names: BTreeSet<String> = resolve::hook_class_names(
             loaded.iter().flat_map(|l| l.classes.iter()),
             &vocabulary.protocol_bases,
         )
@@ -1080,9 +1095,9 @@ fn analyze_once(
 
 /// How [`conclude`] ended.
 enum Concluded {
-    Ended(Analysis, index::Discovered, Vec<matcher::ClassFact>),
+    Ended(Analysis, found::Discovered, Vec<matcher::ClassFact>),
     /// Found by use, with the files and errors handed back for the next round.
-    Again(index::Discovered, Vec<Loaded>, Vec<FileError>),
+    Again(found::Discovered, Vec<Loaded>, Vec<FileError>),
 }
 
 /// One more file read; the bar appears once the run has taken a second.
@@ -1129,7 +1144,7 @@ fn conclude(
             Work::Nothing => Vec::new(),
         };
         if !at.is_empty() {
-            let path = index::identity(&file.path);
+            let path = found::identity(&file.path);
             unresolved.extend(
                 at.into_iter()
                     .map(|u| (path.clone(), u.at.line, u.at.column)),

@@ -91,7 +91,7 @@ pub struct Candidate {
     /// Where it is handed to a register call, if it is.
     pub registered_at: Option<Position>,
     /// Why it is a hook when it was found by use: what calls it around the
-    /// original forward (see [`crate::index::Discovered`]).
+    /// original forward (see [`crate::found::Discovered`]).
     pub discovered: Option<crate::found::Found>,
     /// Whether its body does nothing: `pass`, `...`, a docstring, or returns
     /// its own parameters (a protocol base's pass-through).
@@ -157,6 +157,44 @@ pub struct FileFacts {
     /// The file's scopes and bindings (built only for a file with
     /// candidates): what the fence's name means where each is evaluated.
     pub model: SemanticModel,
+}
+
+impl FileFacts {
+    /// Maps the facts the matcher found in `shadow`'s text back to `original`.
+    pub fn restore(&mut self, shadow: &crate::shadow::Shadow, original: &str) {
+        use crate::source::{indentation_at, line_ending_at};
+        for c in &mut self.candidates {
+            c.at = shadow.position(original, c.at);
+            c.registered_at = c.registered_at.map(|at| shadow.position(original, at));
+            c.span = (shadow.offset(c.span.0), shadow.offset(c.span.1));
+            match &mut c.target {
+                Target::Def {
+                    insert_at,
+                    indent,
+                    line_ending,
+                } => {
+                    *insert_at = shadow.insertion(original, *insert_at);
+                    *indent = indentation_at(original, *insert_at).to_owned();
+                    *line_ending = line_ending_at(original, *insert_at);
+                }
+                Target::Lambda {
+                    start,
+                    end,
+                    comment_at,
+                } => {
+                    *start = shadow.offset(*start);
+                    *end = shadow.offset(*end);
+                    *comment_at = shadow.insertion(original, *comment_at);
+                }
+            }
+        }
+        for u in &mut self.unresolved {
+            u.at = shadow.position(original, u.at);
+        }
+        shadow.restore_positions(&mut self.fullgraph, original);
+        self.import_at = shadow.insertion(original, self.import_at);
+        self.import_block_end = shadow.insertion(original, self.import_block_end);
+    }
 }
 
 /// Runs `query` over `node` and calls `each` with every match's captures.
@@ -267,7 +305,7 @@ fn is_disable_path(path: &str) -> bool {
         (segments.next(), segments.next()),
         (Some("disable"), Some("compiler" | "_dynamo" | "dynamo"))
             | (Some("_disable_dynamo"), Some("torch"))
-            | (Some(crate::plan::WRAP_HELPER_FUNCTION), _)
+            | (Some(crate::vocabulary::WRAP_HELPER_FUNCTION), _)
     )
 }
 
@@ -483,7 +521,7 @@ fn fence_final_segments(vocabulary: &Vocabulary) -> Vec<String> {
     [
         "disable",
         "_disable_dynamo",
-        crate::plan::WRAP_HELPER_FUNCTION,
+        crate::vocabulary::WRAP_HELPER_FUNCTION,
     ]
     .into_iter()
     .map(str::to_owned)

@@ -5,9 +5,7 @@ use crate::matcher::{Candidate, FileFacts, Target};
 use crate::resolve::HookSite;
 use crate::scope::SemanticModel;
 use crate::source::line_ending_at;
-
-/// The function the wrap strategy's helper module defines.
-pub const WRAP_HELPER_FUNCTION: &str = "no_compile";
+use crate::vocabulary::WRAP_HELPER_FUNCTION;
 
 /// How hooks are fenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -11,11 +11,7 @@
 //! no new class name turns up. Everything else cannot change the result and
 //! is never parsed.
 
-use std::collections::BTreeSet;
-
 use aho_corasick::AhoCorasick;
-
-use crate::matcher::ClassFact;
 
 /// The literal every `# hookfence: ignore` comment holds (see
 /// `queries/suppressions.scm`): files with one are parsed so that a
@@ -306,7 +302,7 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
 /// The keyword `queries/fullgraph.scm` names (`fullgraph`).
 pub fn fullgraph_keyword() -> &'static str {
     static KEYWORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        crate::vocabulary::predicate_strings(crate::queries::FULLGRAPH_SCM)
+        crate::queries::predicate_strings(crate::queries::FULLGRAPH_SCM)
             .into_iter()
             .next()
             .unwrap_or_else(|| "fullgraph".to_owned())
@@ -484,29 +480,61 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
     Some(words)
 }
 
-/// The protocol bases and every class name that derives from one through
-/// `classes` (by last dotted segment, as the class index resolves them).
-pub fn hook_class_names<'a>(
-    classes: impl Iterator<Item = &'a ClassFact> + Clone,
-    protocol_bases: &[String],
-) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
-    loop {
-        let before = names.len();
-        for class in classes.clone() {
-            if !names.contains(&class.name)
-                && class
-                    .bases
+/// The names `text` defines with `def`, as [`Context::Defined`] reads them
+/// (after NFKC): a file left unparsed keeps them, so that a later round whose
+/// added needles are all such names reads again only the files that define
+/// one of them. Kept as sorted hashes: a collision only costs a read.
+#[derive(Debug, Clone, Default)]
+pub struct DefinedNames(Vec<u64>);
+
+impl DefinedNames {
+    pub fn of(text: &str) -> DefinedNames {
+        let normal = crate::shadow::nfkc(text);
+        let bytes = normal.as_bytes();
+        let mut hashes = Vec::new();
+        for at in memchr::memmem::find_iter(bytes, b"def") {
+            if at > 0 && is_ascii_word(bytes[at - 1]) {
+                continue;
+            }
+            // [`stands_in`]: gaps, then the name as a whole word.
+            let mut start = at + 3;
+            while start < bytes.len() && is_gap(bytes[start]) {
+                start += 1;
+            }
+            if start == at + 3 {
+                continue;
+            }
+            let end = start
+                + bytes[start..]
                     .iter()
-                    .any(|b| names.contains(b.rsplit('.').next().unwrap_or(b)))
-            {
-                names.insert(class.name.clone());
+                    .take_while(|&&b| is_ascii_word(b))
+                    .count();
+            if end > start {
+                hashes.push(name_hash(&bytes[start..end]));
             }
         }
-        if names.len() == before {
-            return names;
-        }
+        hashes.sort_unstable();
+        hashes.dedup();
+        DefinedNames(hashes)
     }
+
+    /// Whether the file may hold one of `needles`: false only when every
+    /// needle is an ASCII name in [`Context::Defined`] and none is defined.
+    pub fn may_hold(&self, needles: &[Needle]) -> bool {
+        needles.iter().any(|n| {
+            n.context != Context::Defined
+                || n.name.is_empty()
+                || !n.name.bytes().all(is_ascii_word)
+                || self.0.binary_search(&name_hash(n.name.as_bytes())).is_ok()
+        })
+    }
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    hasher.finish()
 }
 
 #[cfg(test)]
@@ -541,25 +569,6 @@ mod tests {
         }
         assert!(has("ModelHook", Context::Word));
         assert!(has(SUPPRESSION_MARK, Context::Anywhere));
-    }
-
-    #[test]
-    fn hook_class_names_reach_a_fixpoint() {
-        let class = |name: &str, bases: &[&str]| ClassFact {
-            name: name.into(),
-            bases: bases.iter().map(|b| b.to_string()).collect(),
-        };
-        let classes = [
-            class("C", &["B"]),
-            class("B", &["hooks.A"]),
-            class("A", &["accelerate.hooks.ModelHook"]),
-            class("Other", &["object"]),
-        ];
-        let names = hook_class_names(classes.iter(), &["ModelHook".to_owned()]);
-        assert_eq!(
-            names.into_iter().collect::<Vec<_>>(),
-            ["A", "B", "C", "ModelHook"]
-        );
     }
 
     #[test]
@@ -666,7 +675,7 @@ mod tests {
     fn forward_replacements_count_in_every_spelling_the_index_matches() {
         let needed = |text: &str| {
             Needles::new([Needle {
-                name: crate::index::FORWARD.to_owned(),
+                name: crate::vocabulary::FORWARD.to_owned(),
                 context: Context::Replaced,
             }])
             .scan(text)
@@ -696,6 +705,46 @@ mod tests {
         ] {
             assert!(!needed(other), "{other}");
         }
+    }
+
+    #[test]
+    fn defined_names_hold_every_name_the_scan_finds_defined() {
+        let texts = [
+            "def pre_forward(self): ...\n",
+            "async def pre_forward(self): ...\n",
+            "class H:\n    def  post_forward (self, m): ...\n",
+            "def\\\n    pre_forward(m): ...\n",
+            "x = 1; def pre_forward(): pass\n",
+            "def \u{ff50}re_forward(m): ...\n",
+            "def\u{a0}pre_forward(m): ...\n",
+            "undef pre_forward\nredefine(post_forward)\n",
+            "def pre_forward_x(m): ...\n# def  post_forward in a comment\n",
+            "s = 'def offload_step'\n",
+        ];
+        let names = [
+            "pre_forward",
+            "post_forward",
+            "offload_step",
+            "pre_forward_x",
+            "other",
+        ];
+        for text in texts {
+            let held = DefinedNames::of(text);
+            for name in names {
+                let scanned = Needles::new([defined(name)]).scan(text).needed;
+                let kept = held.may_hold(&[defined(name)]);
+                // Sound: whatever the scan would find is kept.
+                assert!(!scanned || kept, "{name} in {text:?}");
+                // And exact here (no hash collision among these names).
+                assert_eq!(scanned, kept, "{name} in {text:?}");
+            }
+        }
+        // A needle it cannot judge by defined names is always read for.
+        let held = DefinedNames::of("x = 1\n");
+        assert!(!held.may_hold(&[defined("pre_forward")]));
+        assert!(held.may_hold(&[Needle::word("ModelHook")]));
+        assert!(held.may_hold(&[defined("caf\u{e9}")]));
+        assert!(held.may_hold(&[defined("pre_forward"), Needle::anywhere("x")]));
     }
 
     fn defined(name: &str) -> Needle {

@@ -343,6 +343,18 @@ impl Queries {
     }
 }
 
+/// The strings of every `#any-of?` and `#eq?` predicate in a query source.
+pub fn predicate_strings(query_source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for marker in ["#any-of?", "#eq?"] {
+        for predicate in query_source.split(marker).skip(1) {
+            let body = predicate.split(')').next().unwrap_or_default();
+            out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
+        }
+    }
+    out
+}
+
 pub static QUERIES: LazyLock<Queries> = LazyLock::new(Queries::compile);
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! protocol base (through classes in any scanned file), and so which
 //! candidates are offload hooks to fence.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::found::Found;
 use crate::matcher::{Candidate, ClassFact, FenceState};
@@ -315,9 +315,53 @@ pub fn decide(
     })
 }
 
+/// The protocol bases and every class name that derives from one through
+/// `classes` (by last dotted segment, as the class index resolves them).
+pub fn hook_class_names<'a>(
+    classes: impl Iterator<Item = &'a ClassFact> + Clone,
+    protocol_bases: &[String],
+) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
+    loop {
+        let before = names.len();
+        for class in classes.clone() {
+            if !names.contains(&class.name)
+                && class
+                    .bases
+                    .iter()
+                    .any(|b| names.contains(b.rsplit('.').next().unwrap_or(b)))
+            {
+                names.insert(class.name.clone());
+            }
+        }
+        if names.len() == before {
+            return names;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hook_class_names_reach_a_fixpoint() {
+        let class = |name: &str, bases: &[&str]| ClassFact {
+            name: name.into(),
+            bases: bases.iter().map(|b| b.to_string()).collect(),
+        };
+        let classes = [
+            class("C", &["B"]),
+            class("B", &["hooks.A"]),
+            class("A", &["accelerate.hooks.ModelHook"]),
+            class("Other", &["object"]),
+        ];
+        let names = hook_class_names(classes.iter(), &["ModelHook".to_owned()]);
+        assert_eq!(
+            names.into_iter().collect::<Vec<_>>(),
+            ["A", "B", "C", "ModelHook"]
+        );
+    }
 
     fn class(name: &str, bases: &[&str]) -> ClassFact {
         ClassFact {

@@ -18,15 +18,14 @@ use tree_sitter::{Node, Tree};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::error::Position;
-use crate::matcher::{FileFacts, Target};
-use crate::source::{indentation_at, line_ending_at, line_start, text_position};
+use crate::source::{line_start, text_position};
 
 /// Whether NFKC changes some character of `text` taken alone (false for
 /// ASCII text, which is checked first and fast).
 pub fn changes_under_nfkc(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut at = 0;
-    while let Some(offset) = bytes[at..].iter().position(|&b| b >= 0x80) {
+    while let Some(offset) = first_non_ascii(&bytes[at..]) {
         at += offset;
         let c = text[at..].chars().next().unwrap_or_default();
         if changes_alone(c) {
@@ -35,6 +34,18 @@ pub fn changes_under_nfkc(text: &str) -> bool {
         at += c.len_utf8();
     }
     false
+}
+
+/// The offset of the first non-ASCII byte of `bytes`: ASCII runs are
+/// skipped a block at a time (`is_ascii` reads a word at a time), since
+/// almost all of a source file is ASCII.
+fn first_non_ascii(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    let mut at = 0;
+    while at + BLOCK <= bytes.len() && bytes[at..at + BLOCK].is_ascii() {
+        at += BLOCK;
+    }
+    bytes[at..].iter().position(|&b| b >= 0x80).map(|i| at + i)
 }
 
 /// Whether NFKC changes `c` taken alone; remembered per thread for the
@@ -181,7 +192,7 @@ impl Shadow {
 
     /// The offset in the original of an offset into the shadow: one inside
     /// a renamed identifier's padding (or its normal form) is its end.
-    fn offset(&self, offset: usize) -> usize {
+    pub fn offset(&self, offset: usize) -> usize {
         let i = self.renamed.partition_point(|&(start, ..)| start < offset);
         match i.checked_sub(1).map(|i| self.renamed[i]) {
             Some((_, _, end)) if offset < end => end,
@@ -191,7 +202,7 @@ impl Shadow {
 
     /// The position in the original of a position in the shadow (columns
     /// count characters, which renaming changes).
-    fn position(&self, original: &str, at: Position) -> Position {
+    pub fn position(&self, original: &str, at: Position) -> Position {
         if self.renamed.is_empty() {
             return at;
         }
@@ -210,7 +221,7 @@ impl Shadow {
 
     /// The line start to insert at in the original for one found in the
     /// shadow: above the backslash-only lines that continue into it.
-    fn insertion(&self, original: &str, mut at: usize) -> usize {
+    pub fn insertion(&self, original: &str, mut at: usize) -> usize {
         while at > 0 {
             let above = line_start(original, at - 1);
             if self.joined.binary_search(&above).is_err() {
@@ -226,41 +237,6 @@ impl Shadow {
         for at in positions {
             *at = self.position(original, *at);
         }
-    }
-
-    /// Maps the facts the matcher found in the shadow back to `original`.
-    pub fn restore(&self, facts: &mut FileFacts, original: &str) {
-        for c in &mut facts.candidates {
-            c.at = self.position(original, c.at);
-            c.registered_at = c.registered_at.map(|at| self.position(original, at));
-            c.span = (self.offset(c.span.0), self.offset(c.span.1));
-            match &mut c.target {
-                Target::Def {
-                    insert_at,
-                    indent,
-                    line_ending,
-                } => {
-                    *insert_at = self.insertion(original, *insert_at);
-                    *indent = indentation_at(original, *insert_at).to_owned();
-                    *line_ending = line_ending_at(original, *insert_at);
-                }
-                Target::Lambda {
-                    start,
-                    end,
-                    comment_at,
-                } => {
-                    *start = self.offset(*start);
-                    *end = self.offset(*end);
-                    *comment_at = self.insertion(original, *comment_at);
-                }
-            }
-        }
-        for u in &mut facts.unresolved {
-            u.at = self.position(original, u.at);
-        }
-        self.restore_positions(&mut facts.fullgraph, original);
-        facts.import_at = self.insertion(original, facts.import_at);
-        facts.import_block_end = self.insertion(original, facts.import_block_end);
     }
 }
 
@@ -320,6 +296,13 @@ mod tests {
         assert!(!changes_under_nfkc("caf\u{e9} \u{4e2d}"));
         assert!(changes_under_nfkc("\u{ff50}re_forward"));
         assert_eq!(nfkc("\u{fb01}x"), "fix");
+        // Found wherever it stands against the blocks ASCII is skipped by.
+        for pad in [0, 1, 63, 64, 65, 127, 128, 200] {
+            let text = format!("{}\u{ff50}re_forward", "a".repeat(pad));
+            assert!(changes_under_nfkc(&text), "after {pad} ASCII bytes");
+            assert_eq!(first_non_ascii(text.as_bytes()), Some(pad));
+            assert!(!changes_under_nfkc(&"a".repeat(pad)));
+        }
         // Only the lines that change are normalised.
         assert_eq!(
             nfkc("caf\u{e9} \u{2026}\nplain \u{e9}\n\u{ff50}re_forward\n"),

@@ -19,7 +19,7 @@ pub const DEFAULT_DECORATOR: &str = "torch.compiler.disable()";
 pub struct Vocabulary {
     /// What it was built from.
     settings: config::Settings,
-    /// Protocol methods found by use (see [`crate::index::Discovered`]): a
+    /// Protocol methods found by use (see [`crate::found::Discovered`]): a
     /// method of that name in any class is a hook, whatever its bases.
     pub discovered_protocols: std::collections::BTreeMap<String, crate::found::Found>,
     /// The spliced `hook_methods.scm` and `registrations.scm`.
@@ -27,7 +27,9 @@ pub struct Vocabulary {
     registrations_scm: String,
     /// Compiled on first use: a run in which no file needs parsing never
     /// compiles them.
-    compiled: std::sync::OnceLock<CompiledVocabulary>,
+    /// Shared by the vocabularies of later rounds whose queries spell the
+    /// same text: compiled once per run, not once per round.
+    compiled: std::sync::Arc<std::sync::OnceLock<CompiledVocabulary>>,
     /// Registrars whose hook is not the first positional argument.
     pub registrar_positions: HashMap<String, usize>,
     pub protocol_bases: Vec<String>,
@@ -55,6 +57,12 @@ pub struct CompiledVocabulary {
     pub registrations: Registrations,
 }
 
+/// The function the wrap strategy's helper module defines.
+pub const WRAP_HELPER_FUNCTION: &str = "no_compile";
+
+/// The method a forward replacement replaces.
+pub const FORWARD: &str = "forward";
+
 /// Adds `extra` strings to the `#any-of?` predicate on `@capture` in `scm`.
 fn splice(scm: &str, capture: &str, extra: &[String]) -> String {
     let marker = format!("#any-of? @{capture}");
@@ -64,18 +72,6 @@ fn splice(scm: &str, capture: &str, extra: &[String]) -> String {
     let insert_at = at + marker.len();
     let quoted: String = extra.iter().map(|n| format!(" \"{n}\"")).collect();
     format!("{}{quoted}{}", &scm[..insert_at], &scm[insert_at..])
-}
-
-/// The strings of every `#any-of?` and `#eq?` predicate in a query source.
-pub fn predicate_strings(query_source: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for marker in ["#any-of?", "#eq?"] {
-        for predicate in query_source.split(marker).skip(1) {
-            let body = predicate.split(')').next().unwrap_or_default();
-            out.extend(body.split('"').skip(1).step_by(2).map(str::to_owned));
-        }
-    }
-    out
 }
 
 impl Vocabulary {
@@ -119,7 +115,7 @@ impl Vocabulary {
         fence_spellings.push(inserted.to_owned());
 
         let in_context = |scm: &str, context| {
-            predicate_strings(scm)
+            queries::predicate_strings(scm)
                 .into_iter()
                 .map(move |name| Needle { name, context })
         };
@@ -128,7 +124,7 @@ impl Vocabulary {
             .chain(protocol_bases.iter().map(Needle::word))
             .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
             .chain([Needle {
-                name: crate::index::FORWARD.to_owned(),
+                name: FORWARD.to_owned(),
                 context: Context::Replaced,
             }])
             .collect();
@@ -137,9 +133,9 @@ impl Vocabulary {
         // of `scan` match names their predicates spell out.
         let anchors: Vec<String> = ["class".to_owned()]
             .into_iter()
-            .chain(predicate_strings(queries::FULLGRAPH_SCM))
-            .chain(predicate_strings(&hook_methods_scm))
-            .chain(predicate_strings(&registrations_scm))
+            .chain(queries::predicate_strings(queries::FULLGRAPH_SCM))
+            .chain(queries::predicate_strings(&hook_methods_scm))
+            .chain(queries::predicate_strings(&registrations_scm))
             .collect();
         Vocabulary {
             settings: settings.clone(),
@@ -147,7 +143,7 @@ impl Vocabulary {
             anchors,
             hook_methods_scm,
             registrations_scm,
-            compiled: std::sync::OnceLock::new(),
+            compiled: Default::default(),
             registrar_positions,
             protocol_bases,
             fence_spellings,
@@ -159,7 +155,7 @@ impl Vocabulary {
     /// This vocabulary plus what was found by use: the protocol methods
     /// become hook methods (matched in any class), and files defining the
     /// discovered functions are parsed.
-    pub fn with_discovered(&self, discovered: &crate::index::Discovered) -> Vocabulary {
+    pub fn with_discovered(&self, discovered: &crate::found::Discovered) -> Vocabulary {
         let mut settings = self.settings.clone();
         let mut protocols = self.discovered_protocols.clone();
         for (name, why) in &discovered.protocols {
@@ -170,6 +166,11 @@ impl Vocabulary {
         }
         let mut vocabulary = Vocabulary::new(&settings);
         vocabulary.discovered_protocols = protocols;
+        if vocabulary.hook_methods_scm == self.hook_methods_scm
+            && vocabulary.registrations_scm == self.registrations_scm
+        {
+            vocabulary.compiled = std::sync::Arc::clone(&self.compiled);
+        }
         vocabulary
             .needles
             .extend(discovered.function_names().map(|name| Needle {
