@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 
+use crate::analysis::vocabulary::Vocabulary;
 use crate::config::{self, Filter};
 use crate::discover::Selection;
 use crate::plan::Strategy;
-use crate::vocabulary::Vocabulary;
 use crate::{Mode, Options};
 
 const AFTER_HELP: &str = "\
@@ -513,8 +513,8 @@ fn check_decorator(vocabulary: &Vocabulary) -> Result<(), String> {
             "{decorator:?} does not parse as one decorator expression {accepted}"
         ));
     };
-    let recognised = crate::matcher::decorator_callee(node, &snippet)
-        .is_some_and(|callee| crate::matcher::is_fence_path(&callee, vocabulary));
+    let recognised = crate::analysis::matcher::decorator_callee(node, &snippet)
+        .is_some_and(|callee| crate::analysis::matcher::is_fence_path(&callee, vocabulary));
     if !recognised {
         return Err(format!(
             "hookfence would not recognise `@{decorator}` as a fence, so every --apply would add it again {accepted}"

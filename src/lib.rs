@@ -7,34 +7,27 @@
 //! index, offload decision) -> [`plan`] (edits, pure) -> [`edit`] (apply) ->
 //! [`render`] (diff, notes, summary) / [`write`] (atomic).
 
+pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod confine;
 pub mod discover;
 pub mod edit;
 pub mod error;
-pub mod evidence;
 pub mod found;
 pub mod guard;
-pub mod index;
 pub mod interrupt;
 pub mod lexical;
-pub mod matcher;
 pub mod parse;
 pub mod plan;
-pub mod prefilter;
 pub mod pyrules;
 pub mod queries;
 pub mod render;
 pub mod report;
-pub mod resolve;
 pub mod review;
-pub mod scope;
-pub mod shadow;
 pub mod source;
 pub mod syntax;
 pub mod vcs;
-pub mod vocabulary;
 pub mod wrap;
 pub mod write;
 
@@ -43,9 +36,10 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::analysis::matcher::{FileFacts, Unresolved};
+use crate::analysis::verdict::{ClassIndex, HookSite, Status};
+use crate::analysis::{index, matcher, prefilter, shadow, verdict, vocabulary};
 use crate::error::{FileError, Position};
-use crate::matcher::{FileFacts, Unresolved};
-use crate::resolve::{ClassIndex, HookSite, Status};
 use crate::source::Source;
 
 /// Exit codes, stable for scripts and CI.
@@ -503,7 +497,7 @@ fn finish(
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
         .filter_map(|c| {
-            resolve::decide(
+            verdict::decide(
                 c,
                 index,
                 options.all_hooks,
@@ -1026,7 +1020,7 @@ fn analyze_once(
     // Later rounds: the names of classes found to derive from a protocol
     // base, until none is new.
     while options.prefilter && !pending.is_empty() {
-        let names: BTreeSet<String> = resolve::hook_class_names(
+        let names: BTreeSet<String> = verdict::hook_class_names(
             loaded.iter().flat_map(|l| l.classes.iter()),
             &vocabulary.protocol_bases,
         )

@@ -1,11 +1,11 @@
 //! Planning: the edits that fence each hook, as pure data. No I/O.
 
+use crate::analysis::matcher::{Candidate, FileFacts, Target};
+use crate::analysis::scope::SemanticModel;
+use crate::analysis::verdict::HookSite;
+use crate::analysis::vocabulary::WRAP_HELPER_FUNCTION;
 use crate::edit::{Edit, Fix};
-use crate::matcher::{Candidate, FileFacts, Target};
-use crate::resolve::HookSite;
-use crate::scope::SemanticModel;
 use crate::source::line_ending_at;
-use crate::vocabulary::WRAP_HELPER_FUNCTION;
 
 /// How hooks are fenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +33,7 @@ impl Spelling {
     /// candidates in `fenced`, its first segment (the module, `torch`)
     /// spelled with a name that certainly means that module where each of
     /// their fences is evaluated (Python's scoping at that point: see
-    /// [`crate::scope::SemanticModel::means_module`]):
+    /// [`crate::analysis::scope::SemanticModel::means_module`]):
     /// - a name the file already binds to it (`torch`, or an alias such as
     ///   `th`), if it holds at every fence;
     /// - else the module's own name with `import <module>` added after the

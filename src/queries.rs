@@ -198,7 +198,7 @@ pub struct Suppressions {
     pub comment: u32,
 }
 
-/// `bindings.scm`, run alone by [`crate::scope::SemanticModel::build`],
+/// `bindings.scm`, run alone by [`crate::analysis::scope::SemanticModel::build`],
 /// which tells its captures apart by name (`scope.*`, `binding.*`).
 pub struct Bindings {
     pub compiled: Compiled,
@@ -211,7 +211,7 @@ pub struct Fullgraph {
 
 /// The queries whose patterns the configuration does not change (the hook
 /// method and registrar queries, and the `scan` query they are part of, live
-/// in [`crate::vocabulary::Vocabulary`]).
+/// in [`crate::analysis::vocabulary::Vocabulary`]).
 pub struct Queries {
     pub functions: Functions,
     pub offload_evidence: OffloadEvidence,
@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(parts, [0, 1, 2, 2]);
         // Every capture name belongs to exactly one part of each combined
         // query hookfence runs, so looking it up in the whole is unambiguous.
-        let vocabulary = crate::vocabulary::Vocabulary::default();
+        let vocabulary = crate::analysis::vocabulary::Vocabulary::default();
         let scan_parts = [
             CLASSES_SCM,
             FULLGRAPH_SCM,

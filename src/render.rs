@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style as AnsiStyle};
 
-use crate::resolve::Status;
+use crate::analysis::verdict::Status;
 use crate::{Analysis, FileReport, Mode};
 
 /// Colours, or none.
@@ -282,7 +282,7 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                     "skipped {}: backward hook that {evidence} ({}); {}",
                     c.qualname,
                     site.why_hook,
-                    crate::resolve::BACKWARD_NOT_FENCED
+                    crate::analysis::verdict::BACKWARD_NOT_FENCED
                 ),
                 Status::OptedOut { line } => format!(
                     "skipped {}: opted out by the commented-out disable decorator on line {line}",

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::analysis::verdict::{HookSite, Status};
 use crate::plan::Strategy;
-use crate::resolve::{HookSite, Status};
 use crate::{Analysis, FileReport, Mode};
 
 /// The version of the JSON document's shape; bumped on incompatible change.
@@ -31,7 +31,10 @@ fn reason(site: &HookSite) -> String {
             format!("{evidence}; left unfenced in review; {why}")
         }
         Status::Backward { evidence, .. } => {
-            format!("{evidence}; {}; {why}", crate::resolve::BACKWARD_NOT_FENCED)
+            format!(
+                "{evidence}; {}; {why}",
+                crate::analysis::verdict::BACKWARD_NOT_FENCED
+            )
         }
     }
 }
@@ -167,7 +170,7 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
                         })
                         .collect();
                     let kind = match (&site.candidate.owner, &site.candidate.target) {
-                        (_, crate::matcher::Target::Lambda { .. }) => "lambda",
+                        (_, crate::analysis::matcher::Target::Lambda { .. }) => "lambda",
                         (Some(_), _) => "method",
                         (None, _) => "function",
                     };

@@ -12,11 +12,11 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::matcher::Target;
+use crate::analysis::verdict::Status;
 use crate::cli::{Review, Settings};
 use crate::edit::{Edit, Fix};
-use crate::matcher::Target;
 use crate::render::Style;
-use crate::resolve::Status;
 use crate::source::{indentation_at, line_ending_at};
 use crate::{Analysis, FileReport};
 

@@ -318,7 +318,7 @@ mod tests {
         for definition in definitions {
             assert_eq!(
                 qualnames.of(definition),
-                crate::matcher::qualname(definition, text),
+                crate::analysis::matcher::qualname(definition, text),
                 "{definition:?}"
             );
         }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::vocabulary::WRAP_HELPER_FUNCTION;
+use crate::analysis::vocabulary::WRAP_HELPER_FUNCTION;
 
 /// The default helper module name, created at the root of the top-level
 /// package that holds the hooks.

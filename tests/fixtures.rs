@@ -15,7 +15,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use hookfence::resolve::Status;
+use hookfence::analysis::verdict::Status;
 use hookfence::{Analysis, FileReport};
 use similar::{ChangeTag, TextDiff};
 
@@ -526,7 +526,9 @@ fn a_rewrite_cpython_would_reject_is_refused_naming_the_file() {
         ..Default::default()
     };
     let options = hookfence::Options {
-        vocabulary: std::sync::Arc::new(hookfence::vocabulary::Vocabulary::new(&settings)),
+        vocabulary: std::sync::Arc::new(hookfence::analysis::vocabulary::Vocabulary::new(
+            &settings,
+        )),
         ..hookfence::Options::default()
     };
     let analysis = hookfence::analyze(std::slice::from_ref(&path), &options);

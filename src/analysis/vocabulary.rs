@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::analysis::prefilter::{Context, Needle};
 use crate::config;
-use crate::prefilter::{Context, Needle};
 use crate::queries::{self, Classes, Combined, HookMethods, Registrations};
 
 /// Protocol bases whose `pre_forward`/`post_forward` subclasses implement.
@@ -122,7 +122,9 @@ impl Vocabulary {
         let needles: BTreeSet<Needle> = in_context(&hook_methods_scm, Context::Defined)
             .chain(in_context(&registrations_scm, Context::Called))
             .chain(protocol_bases.iter().map(Needle::word))
-            .chain([Needle::anywhere(crate::prefilter::SUPPRESSION_MARK)])
+            .chain([Needle::anywhere(
+                crate::analysis::prefilter::SUPPRESSION_MARK,
+            )])
             .chain([Needle {
                 name: FORWARD.to_owned(),
                 context: Context::Replaced,
@@ -207,7 +209,7 @@ impl Vocabulary {
     pub fn anchor_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
         // Keywords and names are whole words (`classmethod` is no class
         // statement); a non-ASCII neighbour is given the benefit of the doubt.
-        crate::prefilter::word_ranges(text, &self.anchors, &[])
+        crate::analysis::prefilter::word_ranges(text, &self.anchors, &[])
     }
 
     pub fn is_protocol_base(&self, name: &str) -> bool {

@@ -1077,7 +1077,7 @@ impl SemanticModel {
     /// a word, so that binding it shadows nothing and changes no lookup.
     pub fn is_unused_name(&self, name: &str, text: &str) -> bool {
         self.all_bindings_of(name).next().is_none()
-            && crate::prefilter::word_ranges(text, &[name], &[]).is_empty()
+            && crate::analysis::prefilter::word_ranges(text, &[name], &[]).is_empty()
     }
 }
 

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tree_sitter::{Node, Query, QueryCursor, StreamingIterator, Tree};
 
+use crate::analysis::scope::{BindingKind, ScopeId, SemanticModel};
+use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
 use crate::queries::{Combined, QUERIES};
-use crate::scope::{BindingKind, ScopeId, SemanticModel};
 use crate::source::{indentation_at, line_ending_at, line_start};
-use crate::vocabulary::Vocabulary;
 
 /// Decorators that must stay outermost: the fence goes directly below them.
 const OUTERMOST_DECORATORS: &[&str] =
@@ -104,13 +104,13 @@ pub struct Candidate {
     /// Where its fence would be evaluated (see [`FileFacts::model`]).
     pub fence_at: FenceAt,
     /// The signs in its own body, counted or discounted (see
-    /// [`crate::evidence`]).
-    pub signs: Vec<crate::evidence::Sign>,
+    /// [`crate::analysis::evidence`]).
+    pub signs: Vec<crate::analysis::evidence::Sign>,
 }
 
 impl Candidate {
     /// The first sign in its own body that counts as offload work.
-    pub fn own_evidence(&self) -> Option<&crate::evidence::Sign> {
+    pub fn own_evidence(&self) -> Option<&crate::analysis::evidence::Sign> {
         self.signs.iter().find(|s| s.counts())
     }
 }
@@ -161,7 +161,7 @@ pub struct FileFacts {
 
 impl FileFacts {
     /// Maps the facts the matcher found in `shadow`'s text back to `original`.
-    pub fn restore(&mut self, shadow: &crate::shadow::Shadow, original: &str) {
+    pub fn restore(&mut self, shadow: &crate::analysis::shadow::Shadow, original: &str) {
         use crate::source::{indentation_at, line_ending_at};
         for c in &mut self.candidates {
             c.at = shadow.position(original, c.at);
@@ -305,7 +305,7 @@ fn is_disable_path(path: &str) -> bool {
         (segments.next(), segments.next()),
         (Some("disable"), Some("compiler" | "_dynamo" | "dynamo"))
             | (Some("_disable_dynamo"), Some("torch"))
-            | (Some(crate::vocabulary::WRAP_HELPER_FUNCTION), _)
+            | (Some(crate::analysis::vocabulary::WRAP_HELPER_FUNCTION), _)
     )
 }
 
@@ -521,7 +521,7 @@ fn fence_final_segments(vocabulary: &Vocabulary) -> Vec<String> {
     [
         "disable",
         "_disable_dynamo",
-        crate::vocabulary::WRAP_HELPER_FUNCTION,
+        crate::analysis::vocabulary::WRAP_HELPER_FUNCTION,
     ]
     .into_iter()
     .map(str::to_owned)
@@ -584,7 +584,8 @@ impl<'t> Resolve<'t> {
         let mut imports = Vec::new();
         let mut fences = Vec::new();
         let mut named: HashMap<String, Named<'t>> = HashMap::new();
-        let ranges = anchored.then(|| crate::prefilter::word_ranges(text, &["import"], &[]));
+        let ranges =
+            anchored.then(|| crate::analysis::prefilter::word_ranges(text, &["import"], &[]));
         for_each_combined(
             &QUERIES.resolve,
             root,
@@ -625,7 +626,7 @@ impl<'t> Resolve<'t> {
         let words = fence_words(bindings, vocabulary);
         let words: Vec<&str> = words.iter().chain(wrappers).map(String::as_str).collect();
         // An opt-out comment holds `disable` anywhere in its callee.
-        let ranges = crate::prefilter::word_ranges(self.text, &words, &["disable"]);
+        let ranges = crate::analysis::prefilter::word_ranges(self.text, &words, &["disable"]);
         let mut found = Vec::new();
         for_each_combined(
             &QUERIES.resolve,
@@ -648,7 +649,7 @@ impl<'t> Resolve<'t> {
         let mut found: Vec<(String, Node<'t>, Node<'t>)> = Vec::new();
         if self.anchored {
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
-            let ranges = crate::prefilter::word_ranges(self.text, &words, &[]);
+            let ranges = crate::analysis::prefilter::word_ranges(self.text, &words, &[]);
             for_each_combined(
                 &QUERIES.resolve,
                 self.root,
@@ -814,7 +815,7 @@ fn collect_fences<'t>(
 /// tree walk when the text cannot hold one.
 fn collect_suppressions(root: Node<'_>, text: &str) -> BTreeMap<usize, Option<String>> {
     let mut suppressions = BTreeMap::new();
-    if !text.contains(crate::prefilter::SUPPRESSION_MARK) {
+    if !text.contains(crate::analysis::prefilter::SUPPRESSION_MARK) {
         return suppressions;
     }
     let q = &QUERIES.suppressions;
@@ -856,7 +857,7 @@ pub(crate) fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
 /// `fullgraph` keyword: the query runs on the places that name it, not on
 /// the whole tree.
 pub fn fullgraph_arguments(tree: &Tree, text: &str) -> Vec<Position> {
-    let keyword = crate::prefilter::fullgraph_keyword();
+    let keyword = crate::analysis::prefilter::fullgraph_keyword();
     let query = &QUERIES.fullgraph;
     let mut found = BTreeMap::new();
     let mut cursor = QueryCursor::new();
@@ -1514,7 +1515,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             scope: ctx.model.scope_of(def),
             at: span_start,
         },
-        signs: crate::evidence::signs_in_function(def, text),
+        signs: crate::analysis::evidence::signs_in_function(def, text),
     }
 }
 
@@ -1635,7 +1636,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
             end: lambda.end_byte(),
             comment_at,
         },
-        signs: crate::evidence::signs_in_function(lambda, text),
+        signs: crate::analysis::evidence::signs_in_function(lambda, text),
         fence_at: FenceAt {
             scope: ctx.model.scope_of(lambda),
             at: lambda.start_byte(),

@@ -17,12 +17,12 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tree_sitter::Node;
 
-use crate::evidence::{self, Sign};
+use crate::analysis::evidence::{self, Sign};
+use crate::analysis::scope::SemanticModel;
+use crate::analysis::vocabulary::{FORWARD, Vocabulary};
 use crate::found::{Discovered, Found, identity};
 use crate::queries::QUERIES;
-use crate::scope::SemanticModel;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
-use crate::vocabulary::{FORWARD, Vocabulary};
 
 /// Builtin constructors of containers: what they return holds no hook.
 const BUILTIN_CONTAINERS: &[&str] = &[
@@ -283,7 +283,7 @@ impl ModuleFacts {
         // Imports, through the same reading the matcher uses.
         let mut import_matches = Vec::new();
         // Every import statement holds the word `import`: only there.
-        let import_ranges = crate::prefilter::word_ranges(text, &["import"], &[]);
+        let import_ranges = crate::analysis::prefilter::word_ranges(text, &["import"], &[]);
         crate::syntax::each_match_in(
             &QUERIES.resolve.query,
             root,
@@ -295,7 +295,7 @@ impl ModuleFacts {
                 }
             },
         );
-        let bindings = crate::matcher::Bindings::collect(&import_matches, text);
+        let bindings = crate::analysis::matcher::Bindings::collect(&import_matches, text);
         for (name, path) in &bindings.any_scope {
             facts.imports.insert(name.clone(), absolute(path, &package));
         }
@@ -326,7 +326,7 @@ impl ModuleFacts {
                 class_nodes.push(class);
                 facts.classes.entry(name.clone()).or_insert(ClassFacts {
                     name,
-                    bases: crate::matcher::class_bases(class, text),
+                    bases: crate::analysis::matcher::class_bases(class, text),
                     ..ClassFacts::default()
                 });
             } else if let (Some(fwd), Some(target), Some(value)) = (
@@ -533,7 +533,8 @@ impl ModuleFacts {
                     .get(method)
                     .copied()
                     .unwrap_or(0);
-                let Some(hook) = crate::matcher::hook_argument(arguments, text, position) else {
+                let Some(hook) = crate::analysis::matcher::hook_argument(arguments, text, position)
+                else {
                     return;
                 };
                 let (line, column) = line_column(call, text);
@@ -627,7 +628,7 @@ fn function_fact(
     def: Node<'_>,
     name: String,
     text: &str,
-    bindings: &crate::matcher::Bindings,
+    bindings: &crate::analysis::matcher::Bindings,
     vocabulary: &Vocabulary,
     functions: &Enclosing<'_>,
     classes: &Enclosing<'_>,
@@ -636,11 +637,13 @@ fn function_fact(
     let outer = functions.around(def);
     // Directly in the class body (maybe decorated): no function between.
     let is_method = class.is_some_and(|c| outer.is_none_or(|f| f.start_byte() < c.start_byte()));
-    let fenced = crate::matcher::decorators(def).into_iter().find_map(|d| {
-        let callee = crate::matcher::decorator_callee(d, text)?;
-        crate::matcher::is_fence_path(&bindings.resolve(&callee), vocabulary)
-            .then(|| text_of(d, text).split_whitespace().collect::<String>())
-    });
+    let fenced = crate::analysis::matcher::decorators(def)
+        .into_iter()
+        .find_map(|d| {
+            let callee = crate::analysis::matcher::decorator_callee(d, text)?;
+            crate::analysis::matcher::is_fence_path(&bindings.resolve(&callee), vocabulary)
+                .then(|| text_of(d, text).split_whitespace().collect::<String>())
+        });
     let offset = def.start_byte();
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     FunctionFact {
@@ -1037,7 +1040,9 @@ impl<'v> ProjectIndex<'v> {
                     )
                     .ok()?;
                     let source = crate::source::Source::decode(raw).ok()?;
-                    Some(Arc::from(crate::shadow::nfkc(&source.text).as_ref()))
+                    Some(Arc::from(
+                        crate::analysis::shadow::nfkc(&source.text).as_ref(),
+                    ))
                 })
                 .clone()
         };

@@ -142,7 +142,7 @@ impl Needles {
     pub fn scan(&self, text: &str) -> Scan {
         // Names are compared as CPython reads them, after NFKC: the text is
         // searched in that form wherever it differs.
-        self.scan_normal(&crate::shadow::nfkc(text))
+        self.scan_normal(&crate::analysis::shadow::nfkc(text))
     }
 
     /// [`Needles::scan`] of a text already in the form its names are read in.
@@ -392,7 +392,7 @@ pub fn class_base_words(text: &str) -> Option<Vec<String>> {
     }
     // A name spelled with compatibility characters is another name to
     // CPython (NFKC): this reading cannot vouch for it either.
-    if crate::shadow::changes_under_nfkc(text) {
+    if crate::analysis::shadow::changes_under_nfkc(text) {
         return None;
     }
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
@@ -489,7 +489,7 @@ pub struct DefinedNames(Vec<u64>);
 
 impl DefinedNames {
     pub fn of(text: &str) -> DefinedNames {
-        let normal = crate::shadow::nfkc(text);
+        let normal = crate::analysis::shadow::nfkc(text);
         let bytes = normal.as_bytes();
         let mut hashes = Vec::new();
         for at in memchr::memmem::find_iter(bytes, b"def") {
@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn needles_come_from_the_queries_with_their_shape() {
-        let needles = crate::vocabulary::Vocabulary::default().needles;
+        let needles = crate::analysis::vocabulary::Vocabulary::default().needles;
         let has = |name: &str, context| {
             needles.contains(&Needle {
                 name: name.into(),
@@ -675,7 +675,7 @@ mod tests {
     fn forward_replacements_count_in_every_spelling_the_index_matches() {
         let needed = |text: &str| {
             Needles::new([Needle {
-                name: crate::vocabulary::FORWARD.to_owned(),
+                name: crate::analysis::vocabulary::FORWARD.to_owned(),
                 context: Context::Replaced,
             }])
             .scan(text)

@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
+use crate::analysis::matcher::{Candidate, ClassFact, FenceState};
 use crate::found::Found;
-use crate::matcher::{Candidate, ClassFact, FenceState};
 
 /// What hookfence does with one hook site.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,9 +140,9 @@ pub fn decide(
     candidate: Candidate,
     index: &ClassIndex,
     all_hooks: bool,
-    vocabulary: &crate::vocabulary::Vocabulary,
+    vocabulary: &crate::analysis::vocabulary::Vocabulary,
     path: &std::path::Path,
-    chain: impl FnOnce(&Candidate) -> Option<crate::index::Chain>,
+    chain: impl FnOnce(&Candidate) -> Option<crate::analysis::index::Chain>,
 ) -> Option<HookSite> {
     let mut found: Vec<Found> = Vec::new();
     let here = |how: &'static str, detail: String, line: usize| Found {
@@ -162,7 +162,7 @@ pub fn decide(
         } else {
             format!("subclass of {base}")
         };
-        let how = if crate::vocabulary::DEFAULT_PROTOCOL_BASES.contains(&base.as_str()) {
+        let how = if crate::analysis::vocabulary::DEFAULT_PROTOCOL_BASES.contains(&base.as_str()) {
             "protocol"
         } else {
             "configuration"
