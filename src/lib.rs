@@ -38,7 +38,7 @@ use rayon::prelude::*;
 
 use crate::analysis::matcher::{FileFacts, Unresolved};
 use crate::analysis::verdict::{ClassIndex, HookSite, Status};
-use crate::analysis::{index, matcher, prefilter, shadow, verdict, vocabulary};
+use crate::analysis::{matcher, module_facts, prefilter, project, shadow, verdict, vocabulary};
 use crate::error::{FileError, Position};
 use crate::source::Source;
 
@@ -140,7 +140,7 @@ pub struct Options {
     /// of a partial run).
     pub context_classes: std::sync::Arc<Vec<matcher::ClassFact>>,
     /// Modules the project index read on demand, kept across rounds.
-    pub module_cache: std::sync::Arc<index::ModuleCache>,
+    pub module_cache: std::sync::Arc<project::ModuleCache>,
 }
 
 impl Default for Options {
@@ -169,7 +169,7 @@ struct Loaded {
     /// Whether it has hook candidates (then `fullgraph=True` matters).
     has_candidates: bool,
     /// What the project index records of it.
-    module: Option<std::sync::Arc<index::ModuleFacts>>,
+    module: Option<std::sync::Arc<module_facts::ModuleFacts>>,
     work: Work,
 }
 
@@ -297,9 +297,9 @@ fn load_parsed(
     let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
-            || index::may_replace_forward(text))
+            || module_facts::may_replace_forward(text))
         .then(|| {
-            std::sync::Arc::new(index::ModuleFacts::build(
+            std::sync::Arc::new(module_facts::ModuleFacts::build(
                 path,
                 root,
                 text,
@@ -488,7 +488,7 @@ fn finish(
     source: Source,
     mut facts: FileFacts,
     index: &ClassIndex,
-    project: Option<&index::ProjectIndex<'_>>,
+    project: Option<&project::ProjectIndex<'_>>,
     options: &Options,
     tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
@@ -686,10 +686,9 @@ pub use confine::project_root_of;
 fn confined(paths: &[PathBuf], options: &Options) -> Options {
     let roots = confine::roots_of(paths, options.project_root.as_deref());
     Options {
-        module_cache: std::sync::Arc::new(index::ModuleCache::confined(confine::Confinement::new(
-            &roots,
-            options.selection.clone(),
-        ))),
+        module_cache: std::sync::Arc::new(project::ModuleCache::confined(
+            confine::Confinement::new(&roots, options.selection.clone()),
+        )),
         ..options.clone()
     }
 }
@@ -1121,7 +1120,7 @@ fn conclude(
         .iter()
         .flat_map(|l| l.classes.iter().cloned())
         .collect();
-    let project = index::ProjectIndex::new(
+    let project = project::ProjectIndex::new(
         loaded.iter().filter_map(|l| l.module.clone()).collect(),
         &options.vocabulary,
         std::sync::Arc::clone(&options.module_cache),

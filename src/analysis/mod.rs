@@ -12,16 +12,24 @@
 //! - [`scope`]: one file's scopes and bindings;
 //! - [`evidence`]: the offload signs in a function's own body;
 //! - [`matcher`]: one file's hook candidates, classes, bindings and fences;
-//! - [`index`]: every module's facts linked into a project: imports, calls,
-//!   hooks found by use, evidence chains through calls;
+//! - [`module_path`]: Python's names for files (modules, packages, roots);
+//! - [`module_facts`]: one module's facts for the project, gathered once;
+//! - [`project`]: every module's facts linked by name: what a call reaches,
+//!   with modules read on demand;
+//! - [`chain`]: evidence through calls, from a hook to offload work;
+//! - [`discovery`]: hooks found by use (forward wrappers, register calls);
 //! - [`verdict`]: each hook site's status, reason and evidence.
 //!
 //! Above the folder, `plan` turns verdicts into edits.
 
+pub mod chain;
+pub mod discovery;
 pub mod evidence;
-pub mod index;
 pub mod matcher;
+pub mod module_facts;
+pub mod module_path;
 pub mod prefilter;
+pub mod project;
 pub mod scope;
 pub mod shadow;
 pub mod verdict;

@@ -142,7 +142,7 @@ pub fn decide(
     all_hooks: bool,
     vocabulary: &crate::analysis::vocabulary::Vocabulary,
     path: &std::path::Path,
-    chain: impl FnOnce(&Candidate) -> Option<crate::analysis::index::Chain>,
+    chain: impl FnOnce(&Candidate) -> Option<crate::analysis::chain::Chain>,
 ) -> Option<HookSite> {
     let mut found: Vec<Found> = Vec::new();
     let here = |how: &'static str, detail: String, line: usize| Found {

@@ -1,0 +1,237 @@
+//! Hooks found by use: the functions and protocol methods the project's
+//! forward wrappers and register calls reach, which no rule names.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::analysis::module_facts::{CallFact, Callee, ForwardReplacement, ModuleFacts, Value};
+use crate::analysis::project::ProjectIndex;
+use crate::analysis::vocabulary::{BUILTIN_CONTAINERS, GENERIC_METHODS};
+use crate::found::{Discovered, Found, identity};
+
+/// Whether a callee's name spells an original forward (`forward`,
+/// `_old_forward`, `orig_forward`, `forward_orig`, ...).
+pub fn is_forward_name(name: &str) -> bool {
+    let name = name.trim_start_matches('_').to_ascii_lowercase();
+    let Some(at) = name.find("forward") else {
+        return false;
+    };
+    let (before, after) = (&name[..at], &name[at + "forward".len()..]);
+    let before = before.trim_end_matches('_');
+    let after = after.trim_start_matches('_');
+    const AROUND: &[&str] = &[
+        "",
+        "old",
+        "orig",
+        "original",
+        "saved",
+        "prev",
+        "previous",
+        "wrapped",
+        "base",
+        "inner",
+        "hf_hook_original",
+        "fn",
+        "func",
+        "function",
+        "method",
+    ];
+    AROUND.contains(&before) && AROUND.contains(&after)
+}
+
+impl ProjectIndex<'_> {
+    /// What the forward wrappers of every indexed module call around the
+    /// original forward: the hooks they run.
+    pub fn discover(&self, unresolved: &HashSet<(PathBuf, usize, usize)>) -> Discovered {
+        let mut discovered = Discovered::default();
+        for module in &self.modules {
+            if !unresolved.is_empty() {
+                let path = identity(&module.path);
+                for registration in &module.registrations {
+                    let at = (path.clone(), registration.line, registration.column);
+                    if !unresolved.contains(&at) {
+                        continue;
+                    }
+                    let targets =
+                        self.functions_of(module, registration.scope, &registration.value, 0);
+                    let why = Found {
+                        how: "registration",
+                        detail: format!(
+                            "registered at {}:{}",
+                            module.path.display(),
+                            registration.line
+                        ),
+                        path: module.path.clone(),
+                        line: registration.line,
+                    };
+                    for (target_module, target) in &targets {
+                        let fact = &target_module.functions[*target];
+                        discovered.names.insert(fact.name.clone());
+                        discovered
+                            .functions
+                            .entry((identity(&target_module.path), fact.line, fact.column))
+                            .or_insert_with(|| why.clone());
+                    }
+                    if !targets.is_empty() {
+                        discovered.resolved.insert(at);
+                    }
+                }
+            }
+            for replacement in &module.forward_replacements {
+                let wrappers = self.functions_of(module, replacement.scope, &replacement.value, 0);
+                for (wrapper_module, wrapper) in wrappers {
+                    self.hooks_of_wrapper(
+                        &wrapper_module,
+                        wrapper,
+                        module,
+                        replacement,
+                        &mut discovered,
+                    );
+                }
+            }
+        }
+        discovered
+    }
+
+    fn hooks_of_wrapper(
+        &self,
+        module: &Arc<ModuleFacts>,
+        wrapper: usize,
+        installed_in: &ModuleFacts,
+        replacement: &ForwardReplacement,
+        discovered: &mut Discovered,
+    ) {
+        let function = &module.functions[wrapper];
+        // The original forward: a name kept from `m.forward` here or around,
+        // or a callee that spells one.
+        let mut saved: Vec<&str> = function.saved_forwards.iter().map(String::as_str).collect();
+        let mut outer = function.outer;
+        while let Some(start) = outer {
+            let Some(around) = module.functions.iter().find(|f| f.start == start) else {
+                break;
+            };
+            saved.extend(around.saved_forwards.iter().map(String::as_str));
+            outer = around.outer;
+        }
+        let is_original = |call: &CallFact| match &call.callee {
+            Callee::Name(name) => saved.contains(&name.as_str()) || is_forward_name(name),
+            Callee::Method { method, .. } => is_forward_name(method),
+        };
+        let Some(original) = function.calls.iter().position(is_original) else {
+            return;
+        };
+        // The module as the wrapper sees it: its first parameter (bound by
+        // `partial` / `MethodType`), or the name whose forward was replaced.
+        let mut module_names: Vec<&str> = Vec::new();
+        // (A method's own `self` is not the module; a plain function's first
+        // parameter is, whatever its name: `MethodType(f, m)` binds `self`.)
+        let first = if function.is_method {
+            function.parameters.get(1)
+        } else {
+            function.parameters.first()
+        };
+        if let Some(first) = first {
+            module_names.push(first);
+        }
+        let target_root = replacement
+            .target
+            .split('.')
+            .next()
+            .unwrap_or(&replacement.target);
+        module_names.push(target_root);
+        let place = format!(
+            "{} at {}:{}",
+            function.qualname,
+            installed_in.path.display(),
+            replacement.line
+        );
+        for (i, call) in function.calls.iter().enumerate() {
+            if i == original {
+                continue;
+            }
+            let Some(first) = call.first_argument.as_deref() else {
+                continue;
+            };
+            if !module_names.contains(&first) {
+                continue;
+            }
+            let when = if i < original { "before" } else { "after" };
+            let why = Found {
+                how: "forward replacement",
+                detail: format!(
+                    "called {when} the original forward by the forward wrapper {place}"
+                ),
+                path: installed_in.path.clone(),
+                line: replacement.line,
+            };
+            match &call.callee {
+                Callee::Method { receiver, method } => {
+                    let receiver = receiver.as_deref();
+                    let receiver_root = receiver.map(|r| r.split('.').next().unwrap_or(r));
+                    if receiver.is_some_and(|r| module_names.contains(&r))
+                        || method.starts_with("__")
+                    {
+                        continue;
+                    }
+                    // A value the wrapper makes itself (a literal, a builtin
+                    // container) is no hook object.
+                    let made_here = receiver_root.is_some_and(|r| {
+                        function.assigned.iter().any(|(name, value)| {
+                            name == r
+                                && match value {
+                                    Value::Other(_) => true,
+                                    Value::Returned(callee) => {
+                                        BUILTIN_CONTAINERS.contains(&callee.as_str())
+                                    }
+                                    _ => false,
+                                }
+                        })
+                    });
+                    if made_here {
+                        continue;
+                    }
+                    // A method of a known object (`self`, a typed attribute
+                    // or local): that very function is the hook.
+                    let known = receiver_root.is_some_and(|r| {
+                        matches!(r, "self" | "cls")
+                            || function.locals.contains_key(r)
+                            || module.classes.contains_key(r)
+                            || module.imports.contains_key(r)
+                    });
+                    if known {
+                        let targets = self.targets(module, wrapper, call);
+                        for (target_module, target) in targets {
+                            let fact = &target_module.functions[target];
+                            discovered.names.insert(fact.name.clone());
+                            discovered
+                                .functions
+                                .entry((identity(&target_module.path), fact.line, fact.column))
+                                .or_insert_with(|| why.clone());
+                        }
+                        continue;
+                    }
+                    // Any class's method of this name would become a hook:
+                    // never for a name every other class uses (`add`, `get`).
+                    if GENERIC_METHODS.contains(&method.as_str()) {
+                        continue;
+                    }
+                    discovered
+                        .protocols
+                        .entry(method.clone())
+                        .or_insert_with(|| why.clone());
+                }
+                Callee::Name(_) => {
+                    for (target_module, target) in self.targets(module, wrapper, call) {
+                        let fact = &target_module.functions[target];
+                        discovered.names.insert(fact.name.clone());
+                        discovered
+                            .functions
+                            .entry((identity(&target_module.path), fact.line, fact.column))
+                            .or_insert_with(|| why.clone());
+                    }
+                }
+            }
+        }
+    }
+}

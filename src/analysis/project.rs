@@ -1,0 +1,691 @@
+//! The project: every module's facts linked by name. It answers which
+//! project function a call, a name or a value can be (through imports,
+//! classes, methods and factories' returns), reading, parsing and indexing
+//! on demand a module the run did not parse when a call resolves into it,
+//! so that an answer does not depend on which files were named.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
+use crate::analysis::module_path::import_root;
+use crate::analysis::vocabulary::GENERIC_METHODS;
+use crate::analysis::vocabulary::Vocabulary;
+
+/// A method called on a receiver of unknown type is looked up by name among
+/// the indexed classes only when at most this many define it.
+pub const MOST_UNTYPED_TARGETS: usize = 3;
+
+pub(super) type FunctionRef = (Arc<ModuleFacts>, usize);
+
+/// Modules read on demand, by file (`None`: could not be read or parsed),
+/// kept across the rounds of one run.
+///
+/// A module that could not be read, decoded or parsed is kept as `None`,
+/// and its error once, for the run to report: a file whose contents the
+/// analysis would use is a file whose errors are reported.
+#[derive(Debug, Default)]
+pub struct ModuleCache {
+    modules: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    errors: Mutex<Vec<crate::error::FileError>>,
+    /// Where modules may be read from (see [`crate::confine`]).
+    pub confinement: Arc<crate::confine::Confinement>,
+}
+
+impl ModuleCache {
+    /// A cache whose reads are confined by `confinement`.
+    pub fn confined(confinement: crate::confine::Confinement) -> ModuleCache {
+        ModuleCache {
+            confinement: Arc::new(confinement),
+            ..ModuleCache::default()
+        }
+    }
+
+    /// The errors of the modules read on demand so far, each file once;
+    /// taken, so that a later call gives only newer ones.
+    pub fn take_errors(&self) -> Vec<crate::error::FileError> {
+        let mut errors = std::mem::take(
+            &mut *self
+                .errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        errors.sort_by(|a, b| a.path().cmp(b.path()));
+        errors.dedup_by(|a, b| a.path() == b.path());
+        errors
+    }
+}
+
+/// Every indexed module, and the modules read on demand.
+pub struct ProjectIndex<'v> {
+    pub(super) modules: Vec<Arc<ModuleFacts>>,
+    by_path: HashMap<PathBuf, usize>,
+    /// Modules read on demand, by file; `None` for a file that could not be
+    /// read or parsed (it is context only, never reported).
+    loaded: Arc<ModuleCache>,
+    /// Directories modules are imported from.
+    roots: Vec<PathBuf>,
+    vocabulary: &'v Vocabulary,
+    /// The texts (in NFKC) of files read to tell whether they spell a name.
+    texts: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
+    /// import root of the module asking: asked for every import of every
+    /// module a chain passes, and each answer costs file-system look-ups.
+    module_files: Mutex<HashMap<(String, Option<PathBuf>), ModuleFile>>,
+}
+
+/// Where a dotted module name is: an indexed module, or the file that holds it.
+type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
+
+impl<'v> ProjectIndex<'v> {
+    pub fn new(
+        modules: Vec<Arc<ModuleFacts>>,
+        vocabulary: &'v Vocabulary,
+        loaded: Arc<ModuleCache>,
+    ) -> ProjectIndex<'v> {
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for module in &modules {
+            if let Some(root) = import_root(&module.path, &module.module)
+                && !roots.contains(&root)
+            {
+                roots.push(root);
+            }
+        }
+        let by_path = modules
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.path.clone(), i))
+            .collect();
+        ProjectIndex {
+            modules,
+            by_path,
+            loaded,
+            roots,
+            vocabulary,
+            texts: Mutex::default(),
+            module_files: Mutex::default(),
+        }
+    }
+
+    pub fn module(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
+        self.by_path
+            .get(path)
+            .map(|&i| Arc::clone(&self.modules[i]))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
+        self.loaded
+            .modules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The module with dotted name `name`, read from disk if it is not
+    /// indexed yet.
+    fn module_named(&self, name: &str, near: &ModuleFacts) -> Option<Arc<ModuleFacts>> {
+        match self.module_file(name, near)? {
+            Ok(found) => Some(found),
+            Err(path) => self.load(&path),
+        }
+    }
+
+    /// The module with dotted name `name` if it is indexed, else the file
+    /// that holds it.
+    fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
+        let near_root = import_root(&near.path, &near.module);
+        let key = (name.to_owned(), near_root);
+        let lock = || {
+            self.module_files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(&key) {
+            return known.clone();
+        }
+        let found = self.find_module_file(name, key.1.clone());
+        lock().insert(key, found.clone());
+        found
+    }
+
+    /// [`ProjectIndex::module_file`], looked up.
+    fn find_module_file(&self, name: &str, near_root: Option<PathBuf>) -> ModuleFile {
+        if let Some(found) = self.modules.iter().find(|m| m.module == name) {
+            return Some(Ok(Arc::clone(found)));
+        }
+        let relative: PathBuf = name.split('.').collect();
+        let mut roots: Vec<PathBuf> = near_root.into_iter().collect();
+        roots.extend(self.roots.iter().cloned());
+        for root in roots {
+            for candidate in [
+                root.join(&relative).with_extension("py"),
+                root.join(&relative).join("__init__.py"),
+            ] {
+                if candidate.is_file() && self.loaded.confinement.allows(&candidate) {
+                    return Some(Err(candidate));
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether the file at `path` may define `word` with `keyword`: its
+    /// text (in NFKC, as CPython reads names) has `keyword word`, with only
+    /// blanks and line continuations between. A file that cannot be read
+    /// defines nothing (it is never indexed either).
+    fn may_define(&self, path: &Path, keyword: &str, word: &str) -> bool {
+        if self.by_path.contains_key(path) || self.lock().contains_key(path) {
+            // Indexed already: its definitions are at hand.
+            return true;
+        }
+        let text = {
+            let mut texts = self
+                .texts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            texts
+                .entry(path.to_path_buf())
+                .or_insert_with(|| {
+                    let raw = crate::source::read_file_limited(
+                        path,
+                        crate::source::MAX_SOURCE_BYTES,
+                        "a Python source",
+                    )
+                    .ok()?;
+                    let source = crate::source::Source::decode(raw).ok()?;
+                    Some(Arc::from(
+                        crate::analysis::shadow::nfkc(&source.text).as_ref(),
+                    ))
+                })
+                .clone()
+        };
+        text.is_some_and(|text| defines(&text, keyword, word))
+    }
+
+    /// Whether some leading part of the dotted path `full` is a module of
+    /// the project (as code in `near` imports it).
+    fn in_project(&self, full: &str, near: &ModuleFacts) -> bool {
+        let mut prefix = String::new();
+        for part in full.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            if self.module_file(&prefix, near).is_some() {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
+        if let Some(i) = self.by_path.get(path) {
+            return Some(Arc::clone(&self.modules[*i]));
+        }
+        if let Some(found) = self.lock().get(path) {
+            return found.clone();
+        }
+        // Read without the lock held: two threads may read one module at
+        // once (the same facts; its error is reported once).
+        let facts = match read_module(path, self.vocabulary) {
+            Ok(facts) => Some(Arc::new(facts)),
+            Err(err) => {
+                self.loaded
+                    .errors
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(err);
+                None
+            }
+        };
+        self.lock().insert(path.to_path_buf(), facts.clone());
+        facts
+    }
+
+    /// Every class named `name` that code in `module` can mean: one it
+    /// defines or imports, else any indexed class of that name.
+    fn classes_named(
+        &self,
+        module: &Arc<ModuleFacts>,
+        name: &str,
+    ) -> Vec<(Arc<ModuleFacts>, String)> {
+        let last = name.rsplit('.').next().unwrap_or(name).to_owned();
+        if !name.contains('.') && module.classes.contains_key(name) {
+            return vec![(Arc::clone(module), last)];
+        }
+        let first = name.split('.').next().unwrap_or(name);
+        if let Some(path) = module.imports.get(first) {
+            let full = match name.split_once('.') {
+                Some((_, rest)) => format!("{path}.{rest}"),
+                None => path.clone(),
+            };
+            if let Some((module_path, class)) = full.rsplit_once('.')
+                && let Some(target) = self.module_named(module_path, module)
+                && target.classes.contains_key(class)
+            {
+                return vec![(target, class.to_owned())];
+            }
+            if !self.in_project(&full, module) {
+                // Imported from outside the project (`nn.Module`).
+                return Vec::new();
+            }
+        }
+        self.neighbourhood(module, "class", &last)
+            .into_iter()
+            .filter(|m| m.classes.contains_key(&last))
+            .map(|m| (m, last.clone()))
+            .collect()
+    }
+
+    /// The method `method` of class `class` in `module`, or of its bases.
+    fn method_of(
+        &self,
+        module: &Arc<ModuleFacts>,
+        class: &str,
+        method: &str,
+        seen: &mut HashSet<(PathBuf, String)>,
+    ) -> Vec<FunctionRef> {
+        if !seen.insert((module.path.clone(), class.to_owned())) || seen.len() > 64 {
+            return Vec::new();
+        }
+        let Some(facts) = module.classes.get(class) else {
+            return Vec::new();
+        };
+        if let Some(&found) = facts
+            .methods
+            .iter()
+            .find(|&&i| module.functions[i].name == method)
+        {
+            return vec![(Arc::clone(module), found)];
+        }
+        for base in &facts.bases {
+            for (base_module, base_class) in self.classes_named(module, base) {
+                let found = self.method_of(&base_module, &base_class, method, seen);
+                if !found.is_empty() {
+                    return found;
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// The project functions a call in `function` can reach.
+    pub(super) fn targets(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        call: &CallFact,
+    ) -> Vec<FunctionRef> {
+        let caller = &module.functions[function];
+        match &call.callee {
+            Callee::Name(name) if call.not_the_import => module
+                .functions_named(name, Some(caller.start))
+                .into_iter()
+                .map(|i| (Arc::clone(module), i))
+                .collect(),
+            Callee::Name(name) => self.named_function(module, name, Some(caller.start)),
+            Callee::Method { receiver, method } => {
+                let receiver = receiver.as_deref();
+                let self_class = caller.self_class.as_deref();
+                match (receiver, self_class) {
+                    (Some("self" | "cls"), Some(class)) => {
+                        return self.method_of(module, class, method, &mut HashSet::new());
+                    }
+                    (Some(r), Some(class)) if r.starts_with("self.") && !r[5..].contains('.') => {
+                        let attribute = &r[5..];
+                        let typed = module
+                            .classes
+                            .get(class)
+                            .and_then(|c| c.attributes.get(attribute))
+                            .cloned();
+                        if let Some(typed) = typed {
+                            return self
+                                .classes_named(module, &typed)
+                                .into_iter()
+                                .flat_map(|(m, c)| {
+                                    self.method_of(&m, &c, method, &mut HashSet::new())
+                                })
+                                .collect();
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(r) = receiver {
+                    // A local whose class is known, a class, or a module.
+                    if let Some(class) = caller.locals.get(r) {
+                        return self
+                            .classes_named(module, class)
+                            .into_iter()
+                            .flat_map(|(m, c)| self.method_of(&m, &c, method, &mut HashSet::new()))
+                            .collect();
+                    }
+                    if module.classes.contains_key(r) {
+                        return self.method_of(module, r, method, &mut HashSet::new());
+                    }
+                    if call.not_the_import {
+                        // A local value that is no import: of no known type.
+                        return self.untyped(module, method);
+                    }
+                    if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
+                        let full = match r.split_once('.') {
+                            Some((_, rest)) => format!("{path}.{rest}"),
+                            None => path.clone(),
+                        };
+                        if let Some(target) = self.module_named(&full, module) {
+                            return target
+                                .functions_named(method, None)
+                                .into_iter()
+                                .map(|i| (Arc::clone(&target), i))
+                                .collect();
+                        }
+                        if let Some((module_path, class)) = full.rsplit_once('.')
+                            && let Some(target) = self.module_named(module_path, module)
+                            && target.classes.contains_key(class)
+                        {
+                            return self.method_of(&target, class, method, &mut HashSet::new());
+                        }
+                        // Something imported from outside the project.
+                        return Vec::new();
+                    }
+                }
+                self.untyped(module, method)
+            }
+        }
+    }
+
+    /// The indexed methods named `method`, when few classes define one.
+    fn untyped(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
+        if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
+            return Vec::new();
+        }
+        let mut found: Vec<FunctionRef> = Vec::new();
+        for module in self.neighbourhood(module, "def", method) {
+            for class in module.classes.values() {
+                for &i in &class.methods {
+                    if module.functions[i].name == method {
+                        found.push((Arc::clone(&module), i));
+                    }
+                }
+            }
+        }
+        if found.len() > MOST_UNTYPED_TARGETS {
+            return Vec::new();
+        }
+        found
+    }
+
+    /// `module` and the project modules it imports (read from disk by
+    /// name) that may define `word` with `keyword` (`def`, `class`): where a
+    /// name of unknown origin is looked up. It does not depend on which
+    /// files the run happened to parse, so the prefilter cannot change an
+    /// answer; a module whose text cannot define the name is not parsed for
+    /// it.
+    fn neighbourhood(
+        &self,
+        module: &Arc<ModuleFacts>,
+        keyword: &str,
+        word: &str,
+    ) -> Vec<Arc<ModuleFacts>> {
+        let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
+        let mut paths: Vec<&String> = module.imports.values().collect();
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let target = self.module_file(path, module).or_else(|| {
+                path.rsplit_once('.')
+                    .and_then(|(parent, _)| self.module_file(parent, module))
+            });
+            let target = match target {
+                Some(Ok(indexed)) => indexed,
+                Some(Err(file)) if self.may_define(&file, keyword, word) => {
+                    match self.load(&file) {
+                        Some(loaded) => loaded,
+                        None => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if !found.iter().any(|m| m.path == target.path) {
+                found.push(target);
+            }
+        }
+        found
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// The project functions a value can be, through names, methods,
+    /// lambdas and the returns of factories.
+    pub(super) fn functions_of(
+        &self,
+        module: &Arc<ModuleFacts>,
+        scope: Option<usize>,
+        value: &Value,
+        depth: usize,
+    ) -> Vec<FunctionRef> {
+        if depth > 4 {
+            return Vec::new();
+        }
+        let as_call = |callee: &str| CallFact {
+            callee: match callee.rsplit_once('.') {
+                Some((receiver, method)) => Callee::Method {
+                    receiver: Some(receiver.to_owned()),
+                    method: method.to_owned(),
+                },
+                None => Callee::Name(callee.to_owned()),
+            },
+            line: 0,
+            start: 0,
+            first_argument: None,
+            not_the_import: false,
+        };
+        let through = |callee: &str| -> Vec<FunctionRef> {
+            match scope {
+                Some(scope) => self.targets(module, scope, &as_call(callee)),
+                None => self.module_level_targets(module, &as_call(callee)),
+            }
+        };
+        match value {
+            Value::Function(i) => vec![(Arc::clone(module), *i)],
+            Value::Name(name) => {
+                let found = through(name);
+                if !found.is_empty() {
+                    return found;
+                }
+                // A variable: what was assigned to it, innermost scope first.
+                let mut scope = scope;
+                loop {
+                    let assigned = match scope {
+                        Some(i) => &module.functions[i].assigned,
+                        None => &module.assigned,
+                    };
+                    let values: Vec<&Value> = assigned
+                        .iter()
+                        .filter(|(n, v)| n == name && v != value)
+                        .map(|(_, v)| v)
+                        .collect();
+                    if !values.is_empty() {
+                        return values
+                            .into_iter()
+                            .flat_map(|v| self.functions_of(module, scope, v, depth + 1))
+                            .collect();
+                    }
+                    match scope {
+                        Some(i) => {
+                            scope = module.functions[i].outer.and_then(|start| {
+                                module.functions.iter().position(|f| f.start == start)
+                            });
+                        }
+                        None => return Vec::new(),
+                    }
+                }
+            }
+            Value::Attribute(name) => {
+                let found = through(name);
+                if !found.is_empty() {
+                    return found;
+                }
+                // `self.x`, assigned in a method of the class.
+                let (Some(attribute), Some(class)) = (
+                    name.strip_prefix("self.").filter(|a| !a.contains('.')),
+                    scope.and_then(|i| module.functions[i].self_class.as_ref()),
+                ) else {
+                    return Vec::new();
+                };
+                let values: Vec<(Value, usize)> = module
+                    .classes
+                    .get(class)
+                    .map(|c| {
+                        c.attribute_values
+                            .iter()
+                            .filter(|(a, _, _)| a == attribute)
+                            .map(|(_, v, m)| (v.clone(), *m))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                values
+                    .iter()
+                    .filter(|(v, _)| v != value)
+                    .flat_map(|(v, method)| self.functions_of(module, Some(*method), v, depth + 1))
+                    .collect()
+            }
+            Value::Returned(callee) => {
+                let mut found = Vec::new();
+                for (factory_module, factory) in through(callee) {
+                    let returns = factory_module.functions[factory].returns.clone();
+                    for returned in &returns {
+                        found.extend(self.functions_of(
+                            &factory_module,
+                            Some(factory),
+                            returned,
+                            depth + 1,
+                        ));
+                    }
+                }
+                found
+            }
+            Value::Other(_) => Vec::new(),
+        }
+    }
+
+    /// The functions a bare name called in `module` means: a closure of
+    /// `outer` or a module-level def there, else the function it imports.
+    fn named_function(
+        &self,
+        module: &Arc<ModuleFacts>,
+        name: &str,
+        outer: Option<usize>,
+    ) -> Vec<FunctionRef> {
+        let here = module.functions_named(name, outer);
+        if !here.is_empty() {
+            return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
+        }
+        if let Some(path) = module.imports.get(name)
+            && let Some((module_path, function_name)) = path.rsplit_once('.')
+            && let Some(target) = self.module_named(module_path, module)
+        {
+            return target
+                .functions_named(function_name, None)
+                .into_iter()
+                .map(|i| (Arc::clone(&target), i))
+                .collect();
+        }
+        Vec::new()
+    }
+
+    /// [`ProjectIndex::targets`] for code at module level.
+    fn module_level_targets(&self, module: &Arc<ModuleFacts>, call: &CallFact) -> Vec<FunctionRef> {
+        match &call.callee {
+            Callee::Name(name) => self.named_function(module, name, None),
+            Callee::Method {
+                receiver: Some(r),
+                method,
+            } if module.classes.contains_key(r) => {
+                self.method_of(module, r, method, &mut HashSet::new())
+            }
+            Callee::Method { .. } => Vec::new(),
+        }
+    }
+}
+
+/// Reads, parses and indexes a module only needed as context, through the
+/// same checks as a file the run was given.
+fn read_module(
+    path: &Path,
+    vocabulary: &Vocabulary,
+) -> Result<ModuleFacts, crate::error::FileError> {
+    use crate::error::FileError;
+    let raw =
+        crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
+            .map_err(|source| FileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let source =
+        crate::source::Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))?;
+    let parsed = crate::parse::parse_checked(&source.text).map_err(|p| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: p.at,
+        what: format!("{}; the module was read through an import", p.what),
+    })?;
+    let build = || {
+        ModuleFacts::build(
+            path,
+            parsed.tree.root_node(),
+            &source.text,
+            vocabulary,
+            None,
+        )
+    };
+    Ok(if parsed.is_deep() {
+        crate::parse::on_big_stack(build)
+    } else {
+        build()
+    })
+}
+
+/// Whether `text` has `keyword` and then `word`, each a whole word, with
+/// only blanks and backslash continuations between (how a `def` or `class`
+/// statement spells its name).
+fn defines(text: &str, keyword: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
+        let end = at + word.len();
+        if bytes.get(end).is_some_and(|&b| is_word(b)) {
+            return false;
+        }
+        let before = text[..at].trim_end_matches([' ', '\t', '\x0c', '\\', '\n', '\r']);
+        before.len() < at
+            && before.ends_with(keyword)
+            && !before[..before.len() - keyword.len()]
+                .bytes()
+                .next_back()
+                .is_some_and(is_word)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_is_told_from_its_text() {
+        assert!(defines(
+            "class A:\n    def  fetch(self): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(defines("async def \\\n  fetch(): ...\n", "def", "fetch"));
+        assert!(defines("class Hook(Base):\n", "class", "Hook"));
+        assert!(!defines(
+            "x = fetch()\ndef fetch_all(): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(!defines("undef fetch\n", "def", "fetch"));
+        assert!(!defines("def_fetch = 1\n", "def", "fetch"));
+        assert!(!defines("deffetch = 1\n", "def", "fetch"));
+        assert!(!defines("obj.fetch(x)\n", "def", "fetch"));
+    }
+}
