@@ -513,8 +513,8 @@ fn check_decorator(vocabulary: &Vocabulary) -> Result<(), String> {
             "{decorator:?} does not parse as one decorator expression {accepted}"
         ));
     };
-    let recognised = crate::analysis::matcher::decorator_callee(node, &snippet)
-        .is_some_and(|callee| crate::analysis::matcher::is_fence_path(&callee, vocabulary));
+    let recognised = crate::analysis::fences::decorator_callee(node, &snippet)
+        .is_some_and(|callee| crate::analysis::fences::is_fence_path(&callee, vocabulary));
     if !recognised {
         return Err(format!(
             "hookfence would not recognise `@{decorator}` as a fence, so every --apply would add it again {accepted}"

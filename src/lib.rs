@@ -36,9 +36,11 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::analysis::matcher::{FileFacts, Unresolved};
+use crate::analysis::file_facts::{FileFacts, Unresolved};
 use crate::analysis::verdict::{ClassIndex, HookSite, Status};
-use crate::analysis::{matcher, module_facts, prefilter, project, shadow, verdict, vocabulary};
+use crate::analysis::{
+    file_facts, matcher, module_facts, prefilter, project, shadow, verdict, vocabulary,
+};
 use crate::error::{FileError, Position};
 use crate::source::Source;
 
@@ -138,7 +140,7 @@ pub struct Options {
     pub project_root: Option<PathBuf>,
     /// Classes of the project outside the given paths (for the class index
     /// of a partial run).
-    pub context_classes: std::sync::Arc<Vec<matcher::ClassFact>>,
+    pub context_classes: std::sync::Arc<Vec<file_facts::ClassFact>>,
     /// Modules the project index read on demand, kept across rounds.
     pub module_cache: std::sync::Arc<project::ModuleCache>,
 }
@@ -165,7 +167,7 @@ impl Default for Options {
 struct Loaded {
     path: PathBuf,
     /// Its classes, for the class index.
-    classes: Vec<matcher::ClassFact>,
+    classes: Vec<file_facts::ClassFact>,
     /// Whether it has hook candidates (then `fullgraph=True` matters).
     has_candidates: bool,
     /// What the project index records of it.
@@ -344,7 +346,7 @@ fn load_parsed(
         Work::Nothing
     } else if facts.candidates.iter().all(|c| {
         c.owner.is_none()
-            && (c.fence != matcher::FenceState::Unfenced || c.own_evidence().is_some())
+            && (c.fence != file_facts::FenceState::Unfenced || c.own_evidence().is_some())
     }) {
         // Only the class index could change a decision, and only for
         // protocol methods; only the project index, and only for hooks
@@ -492,8 +494,9 @@ fn finish(
     options: &Options,
     tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
-    let chain =
-        |c: &matcher::Candidate| project.and_then(|p| p.chain_from(&path, c.at.line, c.at.column));
+    let chain = |c: &file_facts::Candidate| {
+        project.and_then(|p| p.chain_from(&path, c.at.line, c.at.column))
+    };
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
         .filter_map(|c| {
@@ -510,7 +513,8 @@ fn finish(
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();
-    let fenced: Vec<&matcher::Candidate> = to_fence.iter().map(|&i| &sites[i].candidate).collect();
+    let fenced: Vec<&file_facts::Candidate> =
+        to_fence.iter().map(|&i| &sites[i].candidate).collect();
     let decorate =
         || plan::Spelling::decorate(&facts, &source.text, &options.vocabulary.decorator, &fenced);
     let (spelling, helper) = match options.strategy {
@@ -781,7 +785,7 @@ fn with_project_context(paths: &[PathBuf], options: &Options) -> Options {
 fn analyze_rounds(
     paths: &[PathBuf],
     options: &Options,
-) -> (Analysis, found::Discovered, Vec<matcher::ClassFact>) {
+) -> (Analysis, found::Discovered, Vec<file_facts::ClassFact>) {
     const MOST_ROUNDS: usize = 4;
     let mut options = options.clone();
     let mut round = 1;
@@ -834,7 +838,7 @@ struct Carry {
 enum Round {
     /// The analysis, what was found by use, and the classes of every parsed
     /// file.
-    Ended(Analysis, found::Discovered, Vec<matcher::ClassFact>),
+    Ended(Analysis, found::Discovered, Vec<file_facts::ClassFact>),
     /// Hooks were found by use that the round's vocabulary did not know: what
     /// was found, and what the next round can keep.
     Again(found::Discovered, Carry),
@@ -1088,7 +1092,7 @@ fn analyze_once(
 
 /// How [`conclude`] ended.
 enum Concluded {
-    Ended(Analysis, found::Discovered, Vec<matcher::ClassFact>),
+    Ended(Analysis, found::Discovered, Vec<file_facts::ClassFact>),
     /// Found by use, with the files and errors handed back for the next round.
     Again(found::Discovered, Vec<Loaded>, Vec<FileError>),
 }
@@ -1116,7 +1120,7 @@ fn conclude(
     for file in &loaded {
         index.add(&file.classes);
     }
-    let classes: Vec<matcher::ClassFact> = loaded
+    let classes: Vec<file_facts::ClassFact> = loaded
         .iter()
         .flat_map(|l| l.classes.iter().cloned())
         .collect();
@@ -1128,7 +1132,7 @@ fn conclude(
     // The register calls the matcher could not follow, for the index to try.
     let mut unresolved = std::collections::HashSet::new();
     for file in &loaded {
-        let at: Vec<&matcher::Unresolved> = match &file.work {
+        let at: Vec<&file_facts::Unresolved> = match &file.work {
             Work::Waiting(work) => work.1.unresolved.iter().collect(),
             Work::Done(report) => match report.as_ref() {
                 Ok(report) => report.unresolved.iter().collect(),

@@ -1,6 +1,6 @@
 //! Planning: the edits that fence each hook, as pure data. No I/O.
 
-use crate::analysis::matcher::{Candidate, FileFacts, Target};
+use crate::analysis::file_facts::{Candidate, FileFacts, Target};
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::verdict::HookSite;
 use crate::analysis::vocabulary::WRAP_HELPER_FUNCTION;

@@ -170,7 +170,7 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
                         })
                         .collect();
                     let kind = match (&site.candidate.owner, &site.candidate.target) {
-                        (_, crate::analysis::matcher::Target::Lambda { .. }) => "lambda",
+                        (_, crate::analysis::file_facts::Target::Lambda { .. }) => "lambda",
                         (Some(_), _) => "method",
                         (None, _) => "function",
                     };

@@ -12,7 +12,7 @@ use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::matcher::Target;
+use crate::analysis::file_facts::Target;
 use crate::analysis::verdict::Status;
 use crate::cli::{Review, Settings};
 use crate::edit::{Edit, Fix};

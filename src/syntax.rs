@@ -2,7 +2,13 @@
 //! a node's text, the dotted name it spells, the function around it. No
 //! Python meaning lives here.
 
+use std::collections::HashSet;
+
 use tree_sitter::{Node, Query, QueryCapture, QueryCursor, StreamingIterator};
+
+use crate::error::Position;
+use crate::queries::Combined;
+use crate::source::line_start;
 
 pub fn text_of<'a>(node: Node<'_>, text: &'a str) -> &'a str {
     &text[node.byte_range()]
@@ -63,6 +69,113 @@ pub fn dotted_name(node: Node<'_>, text: &str) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Runs a [`Combined`] query over `node` and calls `each` with the index of
+/// the part each match belongs to and its captures. With `ranges`, only
+/// matches that overlap one of them are looked for (each once, though it may
+/// overlap several): the cursor skips every subtree outside them instead of
+/// walking the whole tree.
+pub fn for_each_combined<'t>(
+    combined: &Combined,
+    node: Node<'t>,
+    text: &str,
+    ranges: Option<&[std::ops::Range<usize>]>,
+    mut each: impl FnMut(usize, &[tree_sitter::QueryCapture<'t>]),
+) {
+    // Each range is a walk down from `node`: past a few hundred, one range
+    // around all of them costs less (and finds the same matches).
+    const MOST_RANGES: usize = 256;
+    let mut cursor = QueryCursor::new();
+    let mut seen: HashSet<(usize, Vec<usize>)> = HashSet::new();
+    let everything = 0..text.len();
+    let spanned;
+    let ranges = match ranges {
+        Some([first, .., last]) if ranges.is_some_and(|r| r.len() > MOST_RANGES) => {
+            spanned = first.start..last.end;
+            Some(std::slice::from_ref(&spanned))
+        }
+        other => other,
+    };
+    for range in ranges.unwrap_or(std::slice::from_ref(&everything)) {
+        cursor.set_byte_range(range.clone());
+        let mut matches = cursor.matches(&combined.query, node, text.as_bytes());
+        while let Some(m) = matches.next() {
+            if ranges.is_some() {
+                let key = m.captures().iter().map(|c| c.node.id()).collect();
+                if !seen.insert((m.pattern_index, key)) {
+                    continue;
+                }
+            }
+            each(combined.part(m.pattern_index), m.captures());
+        }
+    }
+}
+
+/// Where `node` starts. The line comes from the tree and the column from the
+/// line's own text, so the cost does not grow with the offset (counting lines
+/// from the top for every hook made large files quadratic).
+pub fn position(node: Node<'_>, text: &str) -> Position {
+    let offset = node.start_byte();
+    let column = text[line_start(text, offset)..offset].chars().count() + 1;
+    Position {
+        line: node.start_position().row + 1,
+        column,
+    }
+}
+
+pub fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "class_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+/// Python's `__qualname__` of a definition node.
+pub fn qualname(def: Node<'_>, text: &str) -> String {
+    let mut parts = Vec::new();
+    let name_of = |n: Node<'_>| {
+        n.child_by_field_name("name")
+            .map_or("?", |name| text_of(name, text))
+            .to_owned()
+    };
+    if def.kind() != "lambda" {
+        parts.push(name_of(def));
+    } else {
+        parts.push("<lambda>".to_owned());
+    }
+    let mut current = def.parent();
+    while let Some(n) = current {
+        match n.kind() {
+            "class_definition" => parts.push(name_of(n)),
+            "function_definition" => parts.push(format!("{}.<locals>", name_of(n))),
+            _ => {}
+        }
+        current = n.parent();
+    }
+    parts.reverse();
+    parts.join(".")
+}
+
+pub fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
+    let Some(list) = class.child_by_field_name("superclasses") else {
+        return Vec::new();
+    };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|base| match base.kind() {
+            "identifier" | "attribute" => dotted_name(base, text),
+            // `Base[T]`
+            "subscript" => base
+                .child_by_field_name("value")
+                .and_then(|v| dotted_name(v, text)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether `node` is a scope that owns the statements in it: a `def` or a
@@ -318,7 +431,7 @@ mod tests {
         for definition in definitions {
             assert_eq!(
                 qualnames.of(definition),
-                crate::analysis::matcher::qualname(definition, text),
+                crate::syntax::qualname(definition, text),
                 "{definition:?}"
             );
         }

@@ -11,7 +11,10 @@
 //!   otherwise (NFKC, joined lines);
 //! - [`scope`]: one file's scopes and bindings;
 //! - [`evidence`]: the offload signs in a function's own body;
-//! - [`matcher`]: one file's hook candidates, classes, bindings and fences;
+//! - [`file_facts`]: what the matcher hands on for one file (plain data);
+//! - [`fences`]: what fences a function in one file, and what its names mean;
+//! - [`hook_values`]: what a register call hands over, followed to definitions;
+//! - [`matcher`]: one file's hook candidates, classes and fences;
 //! - [`module_path`]: Python's names for files (modules, packages, roots);
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
@@ -25,6 +28,9 @@
 pub mod chain;
 pub mod discovery;
 pub mod evidence;
+pub mod fences;
+pub mod file_facts;
+pub mod hook_values;
 pub mod matcher;
 pub mod module_facts;
 pub mod module_path;

@@ -183,7 +183,7 @@ impl ModuleFacts {
                 }
             },
         );
-        let bindings = crate::analysis::matcher::Bindings::collect(&import_matches, text);
+        let bindings = crate::analysis::fences::Bindings::collect(&import_matches, text);
         for (name, path) in &bindings.any_scope {
             facts.imports.insert(name.clone(), absolute(path, &package));
         }
@@ -214,7 +214,7 @@ impl ModuleFacts {
                 class_nodes.push(class);
                 facts.classes.entry(name.clone()).or_insert(ClassFacts {
                     name,
-                    bases: crate::analysis::matcher::class_bases(class, text),
+                    bases: crate::syntax::class_bases(class, text),
                     ..ClassFacts::default()
                 });
             } else if let (Some(fwd), Some(target), Some(value)) = (
@@ -421,7 +421,8 @@ impl ModuleFacts {
                     .get(method)
                     .copied()
                     .unwrap_or(0);
-                let Some(hook) = crate::analysis::matcher::hook_argument(arguments, text, position)
+                let Some(hook) =
+                    crate::analysis::hook_values::hook_argument(arguments, text, position)
                 else {
                     return;
                 };
@@ -516,7 +517,7 @@ fn function_fact(
     def: Node<'_>,
     name: String,
     text: &str,
-    bindings: &crate::analysis::matcher::Bindings,
+    bindings: &crate::analysis::fences::Bindings,
     vocabulary: &Vocabulary,
     functions: &Enclosing<'_>,
     classes: &Enclosing<'_>,
@@ -525,11 +526,11 @@ fn function_fact(
     let outer = functions.around(def);
     // Directly in the class body (maybe decorated): no function between.
     let is_method = class.is_some_and(|c| outer.is_none_or(|f| f.start_byte() < c.start_byte()));
-    let fenced = crate::analysis::matcher::decorators(def)
+    let fenced = crate::analysis::fences::decorators(def)
         .into_iter()
         .find_map(|d| {
-            let callee = crate::analysis::matcher::decorator_callee(d, text)?;
-            crate::analysis::matcher::is_fence_path(&bindings.resolve(&callee), vocabulary)
+            let callee = crate::analysis::fences::decorator_callee(d, text)?;
+            crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary)
                 .then(|| text_of(d, text).split_whitespace().collect::<String>())
         });
     let offset = def.start_byte();

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
-use crate::analysis::matcher::{Candidate, ClassFact, FenceState};
+use crate::analysis::file_facts::{Candidate, ClassFact, FenceState};
 use crate::found::Found;
 
 /// What hookfence does with one hook site.

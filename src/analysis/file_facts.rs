@@ -1,0 +1,188 @@
+//! One file's facts, as the matcher hands them on: its classes, every hook
+//! candidate (a protocol method or a function handed to a register call)
+//! with how it is fenced and where a fence would go, the register calls it
+//! could not follow, and where imports go. Plain data: no tree.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::scope::{ScopeId, SemanticModel};
+use crate::error::Position;
+
+/// A class statement, for the cross-file class index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassFact {
+    pub name: String,
+    /// Bases as written, dotted (`accelerate.hooks.ModelHook`).
+    pub bases: Vec<String>,
+}
+
+/// How a candidate is already fenced, if it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FenceState {
+    Unfenced,
+    /// Fenced; the text says how (`@torch.compiler.disable()`).
+    Fenced(String),
+    /// A commented-out disable decorator stands right above it.
+    OptedOut {
+        line: usize,
+    },
+    /// `# hookfence: ignore[reason]` on its line or right above.
+    Suppressed {
+        line: usize,
+        reason: Option<String>,
+    },
+}
+
+/// Where a fence goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A `def`: a decorator line inserted at `insert_at` (a line start).
+    Def {
+        insert_at: usize,
+        indent: String,
+        line_ending: &'static str,
+    },
+    /// A lambda, wrapped in place. `comment_at` is the line start where a
+    /// comment about it can stand (its own line's, or the nearest above
+    /// that is not inside a string or after a backslash continuation).
+    Lambda {
+        start: usize,
+        end: usize,
+        comment_at: usize,
+    },
+}
+
+/// The class a protocol method is defined in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub class: String,
+    pub bases: Vec<String>,
+}
+
+/// Where a fence of a candidate is evaluated: the scope its decorator (or
+/// the call around its lambda) runs in, and the offset there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FenceAt {
+    pub scope: ScopeId,
+    pub at: usize,
+}
+
+/// A function that may be an offload hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Python's `__qualname__` (`CpuOffload.pre_forward`, `attach.<locals>.hook`).
+    pub qualname: String,
+    /// Position of the `def` (or `lambda`) keyword.
+    pub at: Position,
+    /// Byte range of the whole definition, decorators included.
+    pub span: (usize, usize),
+    /// Set for `pre_forward`/`post_forward` defined in a class body.
+    pub owner: Option<Owner>,
+    /// Where it is handed to a register call, if it is.
+    pub registered_at: Option<Position>,
+    /// Why it is a hook when it was found by use: what calls it around the
+    /// original forward (see [`crate::found::Discovered`]).
+    pub discovered: Option<crate::found::Found>,
+    /// Whether its body does nothing: `pass`, `...`, a docstring, or returns
+    /// its own parameters (a protocol base's pass-through).
+    pub trivial: bool,
+    /// The backward registrar (`register_full_backward_hook`, ...) it is
+    /// handed to, when every register call that takes it is a backward one.
+    pub backward: Option<String>,
+    pub fence: FenceState,
+    pub target: Target,
+    /// Where its fence would be evaluated (see [`FileFacts::model`]).
+    pub fence_at: FenceAt,
+    /// The signs in its own body, counted or discounted (see
+    /// [`crate::analysis::evidence`]).
+    pub signs: Vec<crate::analysis::evidence::Sign>,
+}
+
+impl Candidate {
+    /// The first sign in its own body that counts as offload work.
+    pub fn own_evidence(&self) -> Option<&crate::analysis::evidence::Sign> {
+        self.signs.iter().find(|s| s.counts())
+    }
+}
+
+impl Candidate {
+    /// A register call takes it: the first one is where it is registered,
+    /// and it stays a backward hook only while every one is backward.
+    pub(super) fn note_registration(&mut self, at: Position, backward: Option<String>) {
+        if self.registered_at.is_none() {
+            self.registered_at = Some(at);
+            self.backward = backward;
+        } else if backward.is_none() {
+            self.backward = None;
+        }
+    }
+}
+
+/// A register call whose hook cannot be found statically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub at: Position,
+    pub what: String,
+}
+
+/// Everything hookfence needs from one file.
+#[derive(Debug, Clone, Default)]
+pub struct FileFacts {
+    pub classes: Vec<ClassFact>,
+    pub candidates: Vec<Candidate>,
+    pub unresolved: Vec<Unresolved>,
+    /// Names imports bind at module level, with the dotted path each stands for.
+    pub module_bindings: BTreeMap<String, String>,
+    /// Where `import torch` goes when it is needed.
+    pub import_at: usize,
+    /// Just past the last import of the imports that open the module: where
+    /// the wrap strategy imports its helper.
+    pub import_block_end: usize,
+    /// Whether the file imports its siblings relatively (`from .x import y`).
+    pub uses_relative_imports: bool,
+    /// Every `fullgraph=True` argument.
+    pub fullgraph: Vec<Position>,
+    /// Every `# hookfence: ignore` comment, by line.
+    pub suppressions: Vec<usize>,
+    /// The file's scopes and bindings (built only for a file with
+    /// candidates): what the fence's name means where each is evaluated.
+    pub model: SemanticModel,
+}
+
+impl FileFacts {
+    /// Maps the facts the matcher found in `shadow`'s text back to `original`.
+    pub fn restore(&mut self, shadow: &crate::analysis::shadow::Shadow, original: &str) {
+        use crate::source::{indentation_at, line_ending_at};
+        for c in &mut self.candidates {
+            c.at = shadow.position(original, c.at);
+            c.registered_at = c.registered_at.map(|at| shadow.position(original, at));
+            c.span = (shadow.offset(c.span.0), shadow.offset(c.span.1));
+            match &mut c.target {
+                Target::Def {
+                    insert_at,
+                    indent,
+                    line_ending,
+                } => {
+                    *insert_at = shadow.insertion(original, *insert_at);
+                    *indent = indentation_at(original, *insert_at).to_owned();
+                    *line_ending = line_ending_at(original, *insert_at);
+                }
+                Target::Lambda {
+                    start,
+                    end,
+                    comment_at,
+                } => {
+                    *start = shadow.offset(*start);
+                    *end = shadow.offset(*end);
+                    *comment_at = shadow.insertion(original, *comment_at);
+                }
+            }
+        }
+        for u in &mut self.unresolved {
+            u.at = shadow.position(original, u.at);
+        }
+        shadow.restore_positions(&mut self.fullgraph, original);
+        self.import_at = shadow.insertion(original, self.import_at);
+        self.import_block_end = shadow.insertion(original, self.import_block_end);
+    }
+}

@@ -1,0 +1,279 @@
+//! What a register call hands over: its hook argument, followed through
+//! names (with Python's scoping), assignments, `functools.partial`, methods
+//! and lambdas to the definitions it can be.
+
+use std::collections::HashSet;
+
+use tree_sitter::Node;
+
+use crate::analysis::fences::FileContext;
+use crate::analysis::fences::strip_space;
+use crate::analysis::scope::BindingKind;
+use crate::syntax::{class_bases, enclosing_class};
+use crate::syntax::{dotted_name, short, text_of};
+
+/// The hook a register call receives: `hook=`, else its positional argument
+/// number `position` (0 for torch's registrars). `None` when a splat comes
+/// first, hiding which argument it is.
+pub fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Option<Node<'t>> {
+    let mut cursor = arguments.walk();
+    let mut positional = Vec::new();
+    let mut splat_before = false;
+    for argument in arguments.named_children(&mut cursor) {
+        match argument.kind() {
+            "keyword_argument" => {
+                let name = argument.child_by_field_name("name")?;
+                if text_of(name, text) == "hook" {
+                    return argument.child_by_field_name("value");
+                }
+            }
+            "list_splat" | "dictionary_splat" => {
+                if positional.len() <= position {
+                    splat_before = true;
+                }
+            }
+            "comment" => {}
+            _ => positional.push(argument),
+        }
+    }
+    if splat_before {
+        return None;
+    }
+    positional.get(position).copied()
+}
+
+pub(super) enum Resolved<'t> {
+    Def(Node<'t>),
+    Lambda(Node<'t>),
+    /// `torch.compiler.disable(fn)` passed directly: already fenced.
+    FencedInPlace(Node<'t>, String),
+    Unresolved(String),
+}
+
+/// Follows a hook expression to the definitions it can name, the way
+/// Python's scoping would at `site` (the register call, or the assignment a
+/// name was followed through): one for each definition that can be bound
+/// there.
+pub(super) fn resolve_hook<'t>(
+    ctx: &FileContext<'t>,
+    expression: Node<'t>,
+    site: Node<'t>,
+    depth: usize,
+) -> Vec<Resolved<'t>> {
+    let text = ctx.text;
+    if depth > 8 {
+        return vec![Resolved::Unresolved(
+            "hook bound through too many names".to_owned(),
+        )];
+    }
+    let one = match expression.kind() {
+        "parenthesized_expression" => match expression.named_child(0) {
+            Some(inner) => return resolve_hook(ctx, inner, site, depth + 1),
+            None => Resolved::Unresolved("empty parentheses".to_owned()),
+        },
+        "lambda" => Resolved::Lambda(expression),
+        "identifier" => return resolve_name(ctx, text_of(expression, text), site, depth),
+        "attribute" => {
+            let (Some(object), Some(attribute)) = (
+                expression.child_by_field_name("object"),
+                expression.child_by_field_name("attribute"),
+            ) else {
+                return vec![Resolved::Unresolved("unreadable attribute".to_owned())];
+            };
+            let method = text_of(attribute, text);
+            let object_text = text_of(object, text);
+            let class = if object.kind() == "identifier"
+                && (object_text == "self" || object_text == "cls")
+            {
+                enclosing_class(site)
+            } else if object.kind() == "identifier" {
+                ctx.classes
+                    .get(object_text)
+                    .and_then(|defs| defs.first().copied())
+            } else {
+                None
+            };
+            match class.and_then(|class| find_method(ctx, class, method, 0)) {
+                Some(def) => Resolved::Def(def),
+                None => Resolved::Unresolved(format!(
+                    "`{}` is a method of an object hookfence cannot follow",
+                    strip_space(text_of(expression, text))
+                )),
+            }
+        }
+        "call" => {
+            let callee = expression
+                .child_by_field_name("function")
+                .and_then(|f| dotted_name(f, text));
+            let first_argument = expression
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0));
+            match (callee, first_argument) {
+                (Some(callee), _) if ctx.is_fence_callee(&callee) => {
+                    Resolved::FencedInPlace(expression, format!("{callee}(...)"))
+                }
+                (Some(callee), Some(inner)) if ctx.is_partial(&callee) => {
+                    return resolve_hook(ctx, inner, site, depth + 1);
+                }
+                // An instance of a class defined in this file: its `__call__`.
+                (Some(callee), _)
+                    if let Some(class) = ctx.classes.get(&callee).and_then(|c| c.first())
+                        && let Some(def) = find_method(ctx, *class, "__call__", 0) =>
+                {
+                    Resolved::Def(def)
+                }
+                _ => Resolved::Unresolved(format!(
+                    "hook is the value returned by `{}`",
+                    short(text_of(expression, text))
+                )),
+            }
+        }
+        _ => Resolved::Unresolved(format!(
+            "hook is `{}`, not a function hookfence can find",
+            short(text_of(expression, text))
+        )),
+    };
+    vec![one]
+}
+
+/// Looks a bare name up from `site` with Python's scoping (see
+/// [`SemanticModel::possible_bindings`]): every definition that can be bound
+/// to it when `site` runs is a hook, each followed through assignments.
+pub(super) fn resolve_name<'t>(
+    ctx: &FileContext<'t>,
+    name: &str,
+    site: Node<'t>,
+    depth: usize,
+) -> Vec<Resolved<'t>> {
+    let model = &ctx.model;
+    let found = model.possible_bindings(name, model.scope_of(site), site.start_byte());
+    let mut ids = found.bindings.clone();
+    if !ids
+        .iter()
+        .any(|&id| is_value_binding(&model.binding(id).kind))
+    {
+        // Nothing bound yet where the call stands: a def further down the
+        // same scope is still bound when the hook runs later.
+        if let Some(scope) = found.scope {
+            ids = model.bindings_in(scope, name).to_vec();
+        }
+    }
+    let mut resolved = Vec::new();
+    let mut none_values = 0;
+    for id in ids {
+        let binding = model.binding(id);
+        let node = ctx
+            .names
+            .root
+            .descendant_for_byte_range(binding.node.start, binding.node.end);
+        match &binding.kind {
+            BindingKind::Def => {
+                let def = node.and_then(|n| match n.kind() {
+                    "decorated_definition" => n.child_by_field_name("definition"),
+                    _ => Some(n),
+                });
+                if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
+                    resolved.push(Resolved::Def(def));
+                }
+            }
+            BindingKind::Assignment => {
+                let assignment = std::iter::successors(node, |n| n.parent())
+                    .find(|n| n.kind() == "assignment" && n.byte_range() == binding.node);
+                let value = assignment.and_then(|a| {
+                    let left = a.child_by_field_name("left")?;
+                    (left.kind() == "identifier" && text_of(left, ctx.text) == name)
+                        .then(|| a.child_by_field_name("right"))
+                        .flatten()
+                });
+                match (assignment, value) {
+                    (Some(_), Some(value)) if value.kind() == "none" => none_values += 1,
+                    (Some(assignment), Some(value)) => {
+                        resolved.extend(resolve_hook(ctx, value, assignment, depth + 1));
+                    }
+                    _ => resolved.push(Resolved::Unresolved(format!(
+                        "`{name}` is bound by unpacking, which hookfence cannot follow"
+                    ))),
+                }
+            }
+            BindingKind::Import { path } => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is imported from `{path}`"
+            ))),
+            BindingKind::Deletion | BindingKind::ExceptCleared | BindingKind::Annotation => {}
+            BindingKind::Parameter => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is not a function defined in this file (a parameter or a global?)"
+            ))),
+            kind => resolved.push(Resolved::Unresolved(format!(
+                "`{name}` is bound by {}, which hookfence cannot follow",
+                kind.describe()
+            ))),
+        }
+    }
+    if resolved.is_empty() && none_values > 0 {
+        resolved.push(Resolved::Unresolved(format!("`{name}` is None")));
+    }
+    if resolved.is_empty() {
+        resolved.push(Resolved::Unresolved(format!(
+            "`{name}` is not a function defined in this file (a parameter or a global?)"
+        )));
+    }
+    // One entry per definition, and one note per distinct reason.
+    let mut seen = HashSet::new();
+    resolved.retain(|r| {
+        seen.insert(match r {
+            Resolved::Def(n) | Resolved::Lambda(n) | Resolved::FencedInPlace(n, _) => {
+                format!("{}", n.start_byte())
+            }
+            Resolved::Unresolved(what) => what.clone(),
+        })
+    });
+    resolved
+}
+
+/// Whether a binding gives the name a value that may be a hook.
+pub(super) fn is_value_binding(kind: &BindingKind) -> bool {
+    !matches!(
+        kind,
+        BindingKind::Deletion | BindingKind::ExceptCleared | BindingKind::Annotation
+    )
+}
+
+/// A method named `name` in `class` or, failing that, in its bases defined in
+/// the same file.
+pub(super) fn find_method<'t>(
+    ctx: &FileContext<'t>,
+    class: Node<'t>,
+    name: &str,
+    depth: usize,
+) -> Option<Node<'t>> {
+    if depth > 16 {
+        return None;
+    }
+    let body = class.child_by_field_name("body")?;
+    let mut cursor = body.walk();
+    for statement in body.named_children(&mut cursor) {
+        let def = match statement.kind() {
+            "function_definition" => statement,
+            "decorated_definition" => match statement.child_by_field_name("definition") {
+                Some(d) if d.kind() == "function_definition" => d,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if def
+            .child_by_field_name("name")
+            .is_some_and(|n| text_of(n, ctx.text) == name)
+        {
+            return Some(def);
+        }
+    }
+    for base in class_bases(class, ctx.text) {
+        let base_name = base.rsplit('.').next().unwrap_or(&base);
+        if let Some(base_class) = ctx.classes.get(base_name).and_then(|d| d.first().copied())
+            && base_class.id() != class.id()
+            && let Some(def) = find_method(ctx, base_class, name, depth + 1)
+        {
+            return Some(def);
+        }
+    }
+    None
+}
