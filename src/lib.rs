@@ -1,11 +1,14 @@
 //! hookfence: find PyTorch offload hooks in a Python tree and fence them from
 //! `torch.compile` with `@torch.compiler.disable()`.
 //!
-//! Stages, one module each: [`discover`] (walk paths) -> [`source`] (bytes,
-//! encoding, BOM) -> [`parse`] (tree-sitter) -> [`queries`] (compiled `.scm`)
-//! -> [`matcher`] (per-file hook candidates) -> [`resolve`] (cross-file class
-//! index, offload decision) -> [`plan`] (edits, pure) -> [`edit`] (apply) ->
-//! [`render`] (diff, notes, summary) / [`write`] (atomic).
+//! Stages, arrows one way: [`discover`] (walk paths) -> [`source`] (bytes,
+//! encoding, BOM) -> [`parse`] (CPython's tokenizer rules, tree-sitter) ->
+//! [`queries`] (compiled `.scm`) and [`syntax`] (questions about nodes) ->
+//! [`analysis`] (per-file facts, the project, hooks found by use, evidence,
+//! the verdict; see its files' order there) -> [`plan`] (edits, pure) ->
+//! [`edit`] (apply) -> [`render`] (diff, notes, summary) / [`write`](mod@write) (atomic).
+//! This file holds the crate's public surface and the pipeline that drives
+//! those stages over a run's files.
 
 pub mod analysis;
 pub mod cli;

@@ -2,7 +2,7 @@
 //! imports bind, the definitions and assignments by name, calls to a
 //! disable and the names that wrap one, methods and functions fenced by
 //! reassignment, opt-out comments and `# hookfence: ignore` suppressions;
-//! gathered into the [`FileContext`] the matcher asks.
+//! gathered into the `FileContext` the matcher asks.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -15,7 +15,7 @@
 //! - [`fences`]: what fences a function in one file, and what its names mean;
 //! - [`hook_values`]: what a register call hands over, followed to definitions;
 //! - [`matcher`]: one file's hook candidates, classes and fences;
-//! - [`module_path`]: Python's names for files (modules, packages, roots);
+//! - [`module_names`]: Python's names for files (modules, packages, roots);
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
 //!   with modules read on demand;
@@ -33,7 +33,7 @@ pub mod file_facts;
 pub mod hook_values;
 pub mod matcher;
 pub mod module_facts;
-pub mod module_path;
+pub mod module_names;
 pub mod prefilter;
 pub mod project;
 pub mod scope;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tree_sitter::Node;
 
 use crate::analysis::evidence::{self, Sign};
-use crate::analysis::module_path::{absolute, module_name, package_of};
+use crate::analysis::module_names::{absolute, module_name, package_of};
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::{FORWARD, Vocabulary};
 use crate::queries::QUERIES;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
-use crate::analysis::module_path::import_root;
+use crate::analysis::module_names::import_root;
 use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
 

@@ -9,10 +9,12 @@
 //!   misreads (as the first line of a class body it takes the methods out of
 //!   the class), is read as a comment line: the `\` becomes `#`.
 //!
-//! The matcher runs on the shadow text; [`Shadow::restore`] then maps what
+//! The matcher runs on the shadow text; [`FileFacts::restore`] then maps what
 //! it found back to the original: positions, the ends of renamed
 //! identifiers, and insertion points, which go above the joined lines so
 //! that no inserted line follows a continuation.
+//!
+//! [`FileFacts::restore`]: crate::analysis::file_facts::FileFacts::restore
 
 use tree_sitter::{Node, Tree};
 use unicode_normalization::UnicodeNormalization;
