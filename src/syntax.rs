@@ -241,6 +241,11 @@ pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
     names
 }
 
+/// A dotted name spelled across blanks or lines (`a . b`), written solid.
+pub fn strip_space(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
 /// Flattens a name to at most 40 characters on one line, for messages.
 pub fn short(s: &str) -> String {
     let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -11,7 +11,7 @@ use tree_sitter::Node;
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
-use crate::syntax::{capture, dotted_name, each_match, for_each_combined, text_of};
+use crate::syntax::{capture, dotted_name, each_match, for_each_combined, strip_space, text_of};
 
 /// Whether a resolved dotted path is torch's disable (or a project's, such
 /// as DeepSpeed's `deepspeed.runtime.compiler.disable`), or the `no_compile`
@@ -96,10 +96,6 @@ impl Bindings {
             None => dotted.to_owned(),
         }
     }
-}
-
-pub(super) fn strip_space(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// True when nothing but `if`/`try`/`with` blocks stands between `node` and

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use tree_sitter::Node;
 
 use crate::analysis::fences::FileContext;
-use crate::analysis::fences::strip_space;
 use crate::analysis::scope::BindingKind;
+use crate::syntax::strip_space;
 use crate::syntax::{class_bases, enclosing_class};
 use crate::syntax::{dotted_name, short, text_of};
 

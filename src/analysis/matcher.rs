@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
+use crate::analysis::fences::binding_scope;
 use crate::analysis::fences::{
     Bindings, FileContext, Resolve, collect_fences, collect_suppressions, decorated,
     decorator_callee, decorators, fence_words, is_fence_path,
 };
-use crate::analysis::fences::{binding_scope, strip_space};
 use crate::analysis::file_facts::{
     Candidate, ClassFact, FenceAt, FenceState, FileFacts, Owner, Target, Unresolved,
 };
@@ -25,6 +25,7 @@ use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
 use crate::queries::QUERIES;
 use crate::source::{indentation_at, line_ending_at, line_start};
+use crate::syntax::strip_space;
 use crate::syntax::{capture, dotted_name, for_each_combined, position, text_of};
 use crate::syntax::{class_bases, enclosing_class, qualname};
 

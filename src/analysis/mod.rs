@@ -9,7 +9,8 @@
 //!   protocol bases, fence spellings) and the queries compiled from it;
 //! - [`shadow`]: the text tree-sitter must read where CPython reads names
 //!   otherwise (NFKC, joined lines);
-//! - [`scope`]: one file's scopes and bindings;
+//! - [`scope`]: one file's scopes and bindings, and questions about them;
+//! - [`scope_builder`]: builds that model in one walk of the file's tree;
 //! - [`evidence`]: the offload signs in a function's own body;
 //! - [`file_facts`]: what the matcher hands on for one file (plain data);
 //! - [`fences`]: what fences a function in one file, and what its names mean;
@@ -37,6 +38,7 @@ pub mod module_names;
 pub mod prefilter;
 pub mod project;
 pub mod scope;
+pub mod scope_builder;
 pub mod shadow;
 pub mod verdict;
 pub mod vocabulary;

@@ -25,9 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-use tree_sitter::{Node, QueryCursor, StreamingIterator};
-
-use crate::queries::QUERIES;
+use tree_sitter::Node;
 
 /// A scope of the file; `ScopeId::MODULE` is the module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,7 +61,7 @@ pub struct Scope {
     /// Names declared `nonlocal` here.
     pub nonlocals: BTreeSet<String>,
     /// `for`/`while` statements that run directly in this scope.
-    loops: Vec<Range<usize>>,
+    pub(super) loops: Vec<Range<usize>>,
 }
 
 /// How a name is bound.
@@ -146,10 +144,10 @@ pub struct Binding {
 }
 
 /// Where a binding is: see the fields of [`Binding`] with these names.
-struct Extent {
-    node: Range<usize>,
-    point: usize,
-    holds_in: Range<usize>,
+pub(super) struct Extent {
+    pub(super) node: Range<usize>,
+    pub(super) point: usize,
+    pub(super) holds_in: Range<usize>,
 }
 
 /// The bindings that can be in effect for a name at one place.
@@ -168,215 +166,29 @@ pub struct Lookup {
 /// The scopes and bindings of one file.
 #[derive(Debug, Clone, Default)]
 pub struct SemanticModel {
-    scopes: Vec<Scope>,
-    bindings: Vec<Binding>,
+    pub(super) scopes: Vec<Scope>,
+    pub(super) bindings: Vec<Binding>,
     /// Binding ids by (scope, name), sorted by point.
-    by_name: BTreeMap<(ScopeId, String), Vec<BindingId>>,
+    pub(super) by_name: BTreeMap<(ScopeId, String), Vec<BindingId>>,
     /// Scope of each scope-making node, by its byte range and kind.
-    by_node: BTreeMap<(usize, usize, u16), ScopeId>,
+    pub(super) by_node: BTreeMap<(usize, usize, u16), ScopeId>,
     /// Whether a star import stands anywhere at module level.
-    star_import: bool,
+    pub(super) star_import: bool,
 }
 
 /// A scope-making node's key in [`SemanticModel::by_node`].
-fn node_key(node: Node<'_>) -> (usize, usize, u16) {
+pub(super) fn node_key(node: Node<'_>) -> (usize, usize, u16) {
     (node.start_byte(), node.end_byte(), node.kind_id())
 }
 
-fn scope_kind(kind: &str) -> Option<ScopeKind> {
-    Some(match kind {
-        "function_definition" => ScopeKind::Function,
-        "class_definition" => ScopeKind::Class,
-        "lambda" => ScopeKind::Lambda,
-        "list_comprehension"
-        | "set_comprehension"
-        | "dictionary_comprehension"
-        | "generator_expression" => ScopeKind::Comprehension,
-        _ => return None,
-    })
-}
-
-fn is_field(parent: Node<'_>, field: &str, child: Node<'_>) -> bool {
+pub(super) fn is_field(parent: Node<'_>, field: &str, child: Node<'_>) -> bool {
     let mut cursor = parent.walk();
     parent
         .children_by_field_name(field, &mut cursor)
         .any(|c| c.id() == child.id())
 }
 
-fn text_of<'a>(node: Node<'_>, text: &'a str) -> &'a str {
-    &text[node.byte_range()]
-}
-
-/// The names a target binds: `x`, `a, (b, *c)`, `[d]`; attributes and
-/// subscripts bind none.
-fn target_names<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
-    match node.kind() {
-        "identifier" => out.push(node),
-        "pattern_list"
-        | "tuple_pattern"
-        | "list_pattern"
-        | "tuple"
-        | "list"
-        | "expression_list"
-        | "parenthesized_expression"
-        | "list_splat_pattern"
-        | "list_splat"
-        | "as_pattern_target" => {
-            let mut cursor = node.walk();
-            for child in node.named_children(&mut cursor) {
-                target_names(child, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The names a parameter list binds.
-fn parameter_names<'t>(parameters: Node<'t>, out: &mut Vec<Node<'t>>) {
-    let mut cursor = parameters.walk();
-    for parameter in parameters.named_children(&mut cursor) {
-        match parameter.kind() {
-            "identifier" => out.push(parameter),
-            "default_parameter" | "typed_default_parameter" => {
-                if let Some(name) = parameter.child_by_field_name("name") {
-                    target_names(name, out);
-                }
-            }
-            "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
-                let mut inner = parameter.walk();
-                for child in parameter.named_children(&mut inner) {
-                    match child.kind() {
-                        "identifier" => out.push(child),
-                        "list_splat_pattern" | "dictionary_splat_pattern" => {
-                            parameter_names_of_splat(child, out);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            "tuple_pattern" => target_names(parameter, out),
-            _ => {}
-        }
-    }
-}
-
-fn parameter_names_of_splat<'t>(splat: Node<'t>, out: &mut Vec<Node<'t>>) {
-    let mut cursor = splat.walk();
-    out.extend(
-        splat
-            .named_children(&mut cursor)
-            .filter(|c| c.kind() == "identifier"),
-    );
-}
-
-/// The statement a node stands in: the nearest ancestor (or itself) whose
-/// parent is a block or the module; a decorated definition as a whole.
-fn statement_of(node: Node<'_>) -> Node<'_> {
-    let mut current = node;
-    while let Some(parent) = current.parent() {
-        if matches!(parent.kind(), "block" | "module") {
-            return current;
-        }
-        current = parent;
-    }
-    current
-}
-
-/// Where a statement-level binding holds: the block (or module) it stands in.
-fn enclosing_block(statement: Node<'_>) -> Range<usize> {
-    statement
-        .parent()
-        .map_or(statement.byte_range(), |p| p.byte_range())
-}
-
-fn ancestor_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    let mut current = node.parent();
-    while let Some(n) = current {
-        if n.kind() == kind {
-            return Some(n);
-        }
-        current = n.parent();
-    }
-    None
-}
-
 impl SemanticModel {
-    /// Builds the model of the file whose tree has `root`.
-    pub fn build(root: Node<'_>, text: &str) -> SemanticModel {
-        let q = &QUERIES.bindings;
-        let names = q.compiled.query.capture_names();
-        let mut scope_nodes = Vec::new();
-        let mut binders = Vec::new();
-        let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(&q.compiled.query, root, text.as_bytes());
-        while let Some(m) = matches.next() {
-            for c in m.captures() {
-                let name = names[c.index as usize];
-                if name.starts_with("scope.") {
-                    scope_nodes.push(c.node);
-                } else {
-                    binders.push((name, c.node));
-                }
-            }
-        }
-        let mut model = SemanticModel {
-            scopes: vec![Scope {
-                kind: ScopeKind::Module,
-                parent: None,
-                node: 0..text.len(),
-                globals: BTreeSet::new(),
-                nonlocals: BTreeSet::new(),
-                loops: Vec::new(),
-            }],
-            ..SemanticModel::default()
-        };
-        // Outer scopes first, so each finds its parent already there.
-        scope_nodes.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
-        scope_nodes.dedup_by_key(|n| n.id());
-        for node in scope_nodes {
-            let Some(kind) = scope_kind(node.kind()) else {
-                continue;
-            };
-            let parent = model.scope_of(node);
-            let id = ScopeId(model.scopes.len());
-            model.scopes.push(Scope {
-                kind,
-                parent: Some(parent),
-                node: node.byte_range(),
-                globals: BTreeSet::new(),
-                nonlocals: BTreeSet::new(),
-                loops: Vec::new(),
-            });
-            model.by_node.insert(node_key(node), id);
-            if kind == ScopeKind::Function || kind == ScopeKind::Lambda {
-                model.bind_parameters(node, id, text);
-            }
-            if kind == ScopeKind::Function || kind == ScopeKind::Class {
-                model.bind_definition(node, parent, kind, text);
-            }
-        }
-        // Declarations first: they decide where the bindings below go.
-        for &(name, node) in &binders {
-            let scope = model.scope_of(node);
-            let declared = match name {
-                "binding.global" => &mut model.scopes[scope.0].globals,
-                "binding.nonlocal" => &mut model.scopes[scope.0].nonlocals,
-                _ => continue,
-            };
-            let mut cursor = node.walk();
-            for identifier in node.named_children(&mut cursor) {
-                declared.insert(text_of(identifier, text).to_owned());
-            }
-        }
-        for (name, node) in binders {
-            model.bind_capture(name, node, text);
-        }
-        for ids in model.by_name.values_mut() {
-            ids.sort_by_key(|id| (model.bindings[id.0].point, id.0));
-        }
-        model
-    }
-
     /// The scope whose code evaluates `node`: a def's name, decorators,
     /// defaults and annotations belong to the scope around the def; its
     /// parameters and body to the def. A class's bases belong outside, its
@@ -519,7 +331,7 @@ impl SemanticModel {
     /// The scope a name assigned in `scope` is bound in: the module for a
     /// `global` name, the enclosing function for a `nonlocal` one (with
     /// whether the binding is deferred, made by other code).
-    fn binding_scope(&self, scope: ScopeId, name: &str) -> (ScopeId, bool) {
+    pub(super) fn binding_scope(&self, scope: ScopeId, name: &str) -> (ScopeId, bool) {
         let s = &self.scopes[scope.0];
         if s.kind != ScopeKind::Module && s.globals.contains(name) {
             return (ScopeId::MODULE, true);
@@ -541,349 +353,10 @@ impl SemanticModel {
 
     /// Whether `name` has a binding of its own in `scope` (declarations
     /// aside).
-    fn binds_locally(&self, scope: ScopeId, name: &str) -> bool {
+    pub(super) fn binds_locally(&self, scope: ScopeId, name: &str) -> bool {
         self.by_name
             .get(&(scope, name.to_owned()))
             .is_some_and(|ids| ids.iter().any(|id| !self.bindings[id.0].deferred))
-    }
-
-    fn push(&mut self, mut binding: Binding, evaluated_in: ScopeId) {
-        let (scope, deferred) = self.binding_scope(evaluated_in, &binding.name);
-        binding.scope = scope;
-        binding.deferred |= deferred;
-        if binding.deferred {
-            binding.holds_in = 0..0;
-        }
-        let id = BindingId(self.bindings.len());
-        self.by_name
-            .entry((scope, binding.name.clone()))
-            .or_default()
-            .push(id);
-        self.bindings.push(binding);
-    }
-
-    /// Records a binding of the identifier `name`, made in `scope`.
-    fn simple(
-        &mut self,
-        name: Node<'_>,
-        kind: BindingKind,
-        extent: Extent,
-        scope: ScopeId,
-        text: &str,
-    ) {
-        self.push(
-            Binding {
-                name: text_of(name, text).to_owned(),
-                kind,
-                scope,
-                node: extent.node,
-                point: extent.point,
-                holds_in: extent.holds_in,
-                deferred: false,
-            },
-            scope,
-        );
-    }
-
-    fn bind_parameters(&mut self, def: Node<'_>, scope: ScopeId, text: &str) {
-        let Some(parameters) = def.child_by_field_name("parameters") else {
-            return;
-        };
-        let mut names = Vec::new();
-        parameter_names(parameters, &mut names);
-        for name in names {
-            self.simple(
-                name,
-                BindingKind::Parameter,
-                Extent {
-                    node: name.byte_range(),
-                    point: parameters.start_byte(),
-                    holds_in: def.byte_range(),
-                },
-                scope,
-                text,
-            );
-        }
-    }
-
-    fn bind_definition(&mut self, def: Node<'_>, scope: ScopeId, kind: ScopeKind, text: &str) {
-        let Some(name) = def.child_by_field_name("name") else {
-            return;
-        };
-        let statement = statement_of(def);
-        let kind = if kind == ScopeKind::Class {
-            BindingKind::Class
-        } else {
-            BindingKind::Def
-        };
-        self.simple(
-            name,
-            kind,
-            Extent {
-                node: statement.byte_range(),
-                point: statement.end_byte(),
-                holds_in: enclosing_block(statement),
-            },
-            scope,
-            text,
-        );
-    }
-
-    fn bind_capture(&mut self, capture: &str, node: Node<'_>, text: &str) {
-        let scope = self.scope_of(node);
-        let statement = statement_of(node);
-        let in_block = enclosing_block(statement);
-        match capture {
-            "binding.import" => self.bind_import(node, scope, text),
-            "binding.assignment" | "binding.augmented" | "binding.delete" => {
-                let kind = match capture {
-                    "binding.augmented" => BindingKind::Augmented,
-                    "binding.delete" => BindingKind::Deletion,
-                    _ if node.child_by_field_name("right").is_none() => BindingKind::Annotation,
-                    _ => BindingKind::Assignment,
-                };
-                let mut targets = Vec::new();
-                if capture == "binding.delete" {
-                    let mut cursor = node.walk();
-                    for child in node.named_children(&mut cursor) {
-                        target_names(child, &mut targets);
-                    }
-                } else if let Some(left) = node.child_by_field_name("left") {
-                    target_names(left, &mut targets);
-                }
-                for target in targets {
-                    self.simple(
-                        target,
-                        kind.clone(),
-                        Extent {
-                            node: node.byte_range(),
-                            point: statement.end_byte(),
-                            holds_in: in_block.clone(),
-                        },
-                        scope,
-                        text,
-                    );
-                }
-            }
-            "binding.for" | "binding.while" => {
-                self.scopes[scope.0].loops.push(node.byte_range());
-                if capture == "binding.for"
-                    && let Some(left) = node.child_by_field_name("left")
-                {
-                    let body = node
-                        .child_by_field_name("body")
-                        .map_or(0..0, |b| b.byte_range());
-                    let mut targets = Vec::new();
-                    target_names(left, &mut targets);
-                    for target in targets {
-                        self.simple(
-                            target,
-                            BindingKind::LoopTarget,
-                            Extent {
-                                node: target.byte_range(),
-                                point: left.end_byte(),
-                                holds_in: body.clone(),
-                            },
-                            scope,
-                            text,
-                        );
-                    }
-                }
-            }
-            "binding.comprehension_for" => {
-                if let Some(left) = node.child_by_field_name("left") {
-                    let scope = self.scope_of(left);
-                    let holds = node.parent().map_or(0..0, |p| p.byte_range());
-                    let mut targets = Vec::new();
-                    target_names(left, &mut targets);
-                    for target in targets {
-                        self.simple(
-                            target,
-                            BindingKind::LoopTarget,
-                            Extent {
-                                node: target.byte_range(),
-                                point: left.end_byte(),
-                                holds_in: holds.clone(),
-                            },
-                            scope,
-                            text,
-                        );
-                    }
-                }
-            }
-            "binding.with" => {
-                let body = ancestor_of_kind(node, "with_statement")
-                    .and_then(|w| w.child_by_field_name("body"))
-                    .map_or(0..0, |b| b.byte_range());
-                let mut targets = Vec::new();
-                target_names(node, &mut targets);
-                for target in targets {
-                    self.simple(
-                        target,
-                        BindingKind::WithTarget,
-                        Extent {
-                            node: target.byte_range(),
-                            point: node.end_byte(),
-                            holds_in: body.clone(),
-                        },
-                        scope,
-                        text,
-                    );
-                }
-            }
-            "binding.except" => {
-                let Some(clause) = ancestor_of_kind(node, "except_clause") else {
-                    return;
-                };
-                let handler = {
-                    let mut cursor = clause.walk();
-                    clause
-                        .named_children(&mut cursor)
-                        .find(|c| c.kind() == "block")
-                        .map_or(0..0, |b| b.byte_range())
-                };
-                let mut targets = Vec::new();
-                target_names(node, &mut targets);
-                for target in targets {
-                    self.simple(
-                        target,
-                        BindingKind::ExceptTarget,
-                        Extent {
-                            node: target.byte_range(),
-                            point: node.end_byte(),
-                            holds_in: handler.clone(),
-                        },
-                        scope,
-                        text,
-                    );
-                    // Python deletes the name when the handler ends.
-                    self.simple(
-                        target,
-                        BindingKind::ExceptCleared,
-                        Extent {
-                            node: clause.byte_range(),
-                            point: clause.end_byte(),
-                            holds_in: 0..0,
-                        },
-                        scope,
-                        text,
-                    );
-                }
-            }
-            "binding.walrus" => {
-                // Binds in the scope around any comprehensions (PEP 572).
-                let mut scope = scope;
-                while self.scopes[scope.0].kind == ScopeKind::Comprehension {
-                    scope = self.scopes[scope.0].parent.unwrap_or(ScopeId::MODULE);
-                }
-                let expression = node.parent().unwrap_or(node);
-                self.simple(
-                    node,
-                    BindingKind::Walrus,
-                    Extent {
-                        node: expression.byte_range(),
-                        point: expression.end_byte(),
-                        holds_in: 0..0,
-                    },
-                    scope,
-                    text,
-                );
-            }
-            "binding.capture" => {
-                let case = ancestor_of_kind(node, "case_clause");
-                let holds = case
-                    .and_then(|c| c.child_by_field_name("consequence"))
-                    .map_or(0..0, |b| b.byte_range());
-                let point = case
-                    .and_then(|c| c.child_by_field_name("consequence"))
-                    .map_or(node.end_byte(), |b| b.start_byte());
-                self.simple(
-                    node,
-                    BindingKind::MatchCapture,
-                    Extent {
-                        node: node.byte_range(),
-                        point,
-                        holds_in: holds,
-                    },
-                    scope,
-                    text,
-                );
-            }
-            _ => {}
-        }
-    }
-
-    fn bind_import(&mut self, statement: Node<'_>, scope: ScopeId, text: &str) {
-        let holds = enclosing_block(statement);
-        let point = statement.end_byte();
-        let module = statement
-            .child_by_field_name("module_name")
-            .map(|m| strip_space(text_of(m, text)));
-        let mut cursor = statement.walk();
-        let children: Vec<Node<'_>> = statement.named_children(&mut cursor).collect();
-        for child in children {
-            if child.kind() == "wildcard_import" {
-                if scope == ScopeId::MODULE {
-                    self.star_import = true;
-                }
-                let module = module.clone().unwrap_or_default();
-                self.push(
-                    Binding {
-                        name: "*".to_owned(),
-                        kind: BindingKind::StarImport { module },
-                        scope,
-                        node: statement.byte_range(),
-                        point,
-                        holds_in: holds.clone(),
-                        deferred: false,
-                    },
-                    scope,
-                );
-                continue;
-            }
-            if !is_field(statement, "name", child) {
-                continue;
-            }
-            let (bound, dotted) = match child.kind() {
-                "aliased_import" => {
-                    let (Some(name), Some(alias)) = (
-                        child.child_by_field_name("name"),
-                        child.child_by_field_name("alias"),
-                    ) else {
-                        continue;
-                    };
-                    (alias, strip_space(text_of(name, text)))
-                }
-                "dotted_name" => {
-                    let Some(first) = child.named_child(0) else {
-                        continue;
-                    };
-                    let dotted = strip_space(text_of(child, text));
-                    match &module {
-                        // `import a.b` binds `a` to `a`.
-                        None => (first, text_of(first, text).to_owned()),
-                        Some(_) => (first, dotted),
-                    }
-                }
-                _ => continue,
-            };
-            let path = match &module {
-                Some(module) if module.ends_with('.') => format!("{module}{dotted}"),
-                Some(module) => format!("{module}.{dotted}"),
-                None => dotted,
-            };
-            self.simple(
-                bound,
-                BindingKind::Import { path },
-                Extent {
-                    node: statement.byte_range(),
-                    point,
-                    holds_in: holds.clone(),
-                },
-                scope,
-                text,
-            );
-        }
     }
 
     /// Where code at `at` in `scope` stands as seen from the enclosing
@@ -1079,10 +552,6 @@ impl SemanticModel {
         self.all_bindings_of(name).next().is_none()
             && crate::analysis::prefilter::word_ranges(text, &[name], &[]).is_empty()
     }
-}
-
-fn strip_space(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]
