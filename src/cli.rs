@@ -10,8 +10,8 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 use crate::analysis::vocabulary::Vocabulary;
 use crate::config::{self, Filter};
 use crate::discover::Selection;
+use crate::options::{Mode, Options};
 use crate::plan::Strategy;
-use crate::{Mode, Options};
 
 const AFTER_HELP: &str = "\
 Examples:

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::Analysis;
 use crate::analysis::verdict::Status;
 use crate::error::FileError;
+use crate::results::Analysis;
 use crate::wrap::ModulePath;
 
 /// A hook the guard checks: module and qualified name.

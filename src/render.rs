@@ -6,7 +6,8 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style as AnsiStyle};
 
 use crate::analysis::verdict::Status;
-use crate::{Analysis, FileReport, Mode};
+use crate::options::Mode;
+use crate::results::{Analysis, FileReport};
 
 /// Colours, or none.
 pub struct Style {
@@ -190,7 +191,11 @@ pub fn unified_hunks(old: &str, new: &str) -> Vec<String> {
 }
 
 /// The diff that creates a file: `--- /dev/null`, `+++ b/<path>`.
-fn write_new_file(out: &mut dyn Write, new: &crate::NewFile, style: &Style) -> io::Result<()> {
+fn write_new_file(
+    out: &mut dyn Write,
+    new: &crate::results::NewFile,
+    style: &Style,
+) -> io::Result<()> {
     write_header(out, "--- ", b"/dev/null", style)?;
     write_header(
         out,

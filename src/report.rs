@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use crate::analysis::verdict::{HookSite, Status};
+use crate::options::Mode;
 use crate::plan::Strategy;
-use crate::{Analysis, FileReport, Mode};
+use crate::results::{Analysis, FileReport};
 
 /// The version of the JSON document's shape; bumped on incompatible change.
 pub const JSON_VERSION: u32 = 1;

@@ -17,8 +17,8 @@ use crate::analysis::verdict::Status;
 use crate::cli::{Review, Settings};
 use crate::edit::{Edit, Fix};
 use crate::render::Style;
+use crate::results::{Analysis, FileReport};
 use crate::source::{indentation_at, line_ending_at};
-use crate::{Analysis, FileReport};
 
 /// The version of the decisions file's shape.
 pub const DECISIONS_VERSION: u32 = 1;
@@ -568,7 +568,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::Options;
+    use crate::options::Options;
 
     const HOOKS: &str = "\
 import torch
@@ -599,8 +599,11 @@ def attach(model):
             project_root: Some(project.path().to_path_buf()),
             ..Options::default()
         };
-        let analysis =
-            crate::analyze_source("pkg/hooks.py".into(), text.as_bytes().to_vec(), &options);
+        let analysis = crate::pipeline::analyze_source(
+            "pkg/hooks.py".into(),
+            text.as_bytes().to_vec(),
+            &options,
+        );
         assert!(analysis.errors.is_empty(), "{:?}", analysis.errors);
         analysis
     }

@@ -1,0 +1,106 @@
+//! A file's hooks decided, planned and applied in memory, with the result
+//! checked to parse.
+
+use std::path::PathBuf;
+
+use crate::analysis::file_facts::FileFacts;
+use crate::analysis::verdict::{ClassIndex, HookSite, Status};
+use crate::analysis::{file_facts, project, verdict};
+use crate::error::FileError;
+use crate::options::Options;
+use crate::results::FileReport;
+use crate::source::Source;
+use crate::{plan, wrap};
+
+/// Decides, plans and applies the fences for one file, and checks that the
+/// result still parses.
+/// `tree`, the source's tree if it is still at hand, makes that check an
+/// incremental parse.
+pub(crate) fn finish(
+    path: PathBuf,
+    source: Source,
+    mut facts: FileFacts,
+    index: &ClassIndex,
+    project: Option<&project::ProjectIndex<'_>>,
+    options: &Options,
+    tree: Option<&tree_sitter::Tree>,
+) -> Result<FileReport, FileError> {
+    let chain = |c: &file_facts::Candidate| {
+        project.and_then(|p| p.chain_from(&path, c.at.line, c.at.column))
+    };
+    let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
+        .into_iter()
+        .filter_map(|c| {
+            verdict::decide(
+                c,
+                index,
+                options.all_hooks,
+                &options.vocabulary,
+                &path,
+                chain,
+            )
+        })
+        .collect();
+    let to_fence: Vec<usize> = (0..sites.len())
+        .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
+        .collect();
+    let fenced: Vec<&file_facts::Candidate> =
+        to_fence.iter().map(|&i| &sites[i].candidate).collect();
+    let decorate =
+        || plan::Spelling::decorate(&facts, &source.text, &options.vocabulary.decorator, &fenced);
+    let (spelling, helper) = match options.strategy {
+        plan::Strategy::Decorate => (decorate(), None),
+        plan::Strategy::Wrap if to_fence.is_empty() => (decorate(), None),
+        plan::Strategy::Wrap => {
+            let helper = wrap::Helper::for_file(
+                &path,
+                options.helper_module.as_deref(),
+                facts.uses_relative_imports,
+            )
+            .map_err(|what| FileError::Helper {
+                path: path.clone(),
+                what,
+            })?;
+            let line = helper.import_line(&path, facts.uses_relative_imports);
+            (plan::Spelling::wrap(&facts, line), Some(helper))
+        }
+    };
+    let fixes = {
+        let targets: Vec<&HookSite> = to_fence.iter().map(|&i| &sites[i]).collect();
+        plan::plan(&source.text, &targets, &spelling)
+    };
+    for (&i, fix) in to_fence.iter().zip(fixes) {
+        sites[i].fix = Some(fix);
+    }
+    let used: Vec<usize> = sites
+        .iter()
+        .filter_map(|s| match s.status {
+            Status::Suppressed { line, .. } => Some(line),
+            _ => None,
+        })
+        .collect();
+    let unresolved = facts
+        .unresolved
+        .into_iter()
+        .filter(|u| !options.discovered.resolves(&path, u.at.line, u.at.column))
+        .collect();
+    let mut report = FileReport {
+        path,
+        source,
+        sites,
+        unresolved,
+        new_text: None,
+        conflicts: Vec::new(),
+        helper,
+        fullgraph: facts.fullgraph,
+        unused_suppressions: facts
+            .suppressions
+            .into_iter()
+            .filter(|line| !used.contains(line))
+            .collect(),
+    };
+    let (new_text, conflicts) = report.rewrite_reusing(|_| true, &[], tree)?;
+    report.new_text = new_text;
+    report.conflicts = conflicts;
+    Ok(report)
+}
