@@ -5,13 +5,16 @@
 //! `queries`, `syntax`, `pyrules`, `source`):
 //!
 //! - [`prefilter`]: the names a file must spell to matter, searched in its bytes;
+//! - [`unparsed`]: what the prefilter keeps of a file it does not parse;
 //! - [`vocabulary`]: what the tool knows by name (hook methods, registrars,
 //!   protocol bases, fence spellings) and the queries compiled from it;
 //! - [`shadow`]: the text tree-sitter must read where CPython reads names
 //!   otherwise (NFKC, joined lines);
 //! - [`scope`]: one file's scopes and bindings, and questions about them;
 //! - [`scope_builder`]: builds that model in one walk of the file's tree;
-//! - [`evidence`]: the offload signs in a function's own body;
+//! - [`arguments`]: what a sign's receiver and arguments are (device, dtype,
+//!   module state, an activation passed on, a copy aside);
+//! - [`evidence`]: the offload signs in a function's own body, judged;
 //! - [`file_facts`]: what the matcher hands on for one file (plain data);
 //! - [`fences`]: what fences a function in one file, and what its names mean;
 //! - [`hook_values`]: what a register call hands over, followed to definitions;
@@ -26,6 +29,7 @@
 //!
 //! Above the folder, `plan` turns verdicts into edits.
 
+pub mod arguments;
 pub mod chain;
 pub mod discovery;
 pub mod evidence;
@@ -40,5 +44,6 @@ pub mod project;
 pub mod scope;
 pub mod scope_builder;
 pub mod shadow;
+pub mod unparsed;
 pub mod verdict;
 pub mod vocabulary;

@@ -275,10 +275,7 @@ impl Vocabulary {
         }
         vocabulary
             .needles
-            .extend(discovered.function_names().map(|name| Needle {
-                name,
-                context: Context::Defined,
-            }));
+            .extend(discovered.function_names().map(Needle::defined));
         vocabulary
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analysis::file_facts::FileFacts;
 use crate::analysis::verdict::ClassIndex;
-use crate::analysis::{file_facts, matcher, module_facts, prefilter, shadow};
+use crate::analysis::{file_facts, matcher, module_facts, prefilter, shadow, unparsed};
 use crate::error::FileError;
 use crate::options::Options;
 use crate::pipeline::finish::finish;
@@ -47,11 +47,11 @@ pub(crate) struct Pending {
     /// if the run finds hooks.
     pub(crate) fullgraph: Option<Box<Result<Loaded, FileError>>>,
     /// The words in its class statements' base lists, when a cheap reading
-    /// could bound them (see [`prefilter::class_base_words`]).
+    /// could bound them (see [`unparsed::class_base_words`]).
     pub(crate) class_bases: Option<Vec<String>>,
     /// The names it defines, when it was read (see
-    /// [`prefilter::DefinedNames`]).
-    pub(crate) defined: Option<prefilter::DefinedNames>,
+    /// [`unparsed::DefinedNames`]).
+    pub(crate) defined: Option<unparsed::DefinedNames>,
 }
 
 /// What became of one file in one prefilter round.
@@ -304,8 +304,8 @@ pub(crate) fn visit(
         if let Some(needles) = needles {
             let scan = needles.scan(&view.text);
             if !scan.needed {
-                let class_bases = prefilter::class_base_words(&view.text);
-                let defined = Some(prefilter::DefinedNames::of(&view.text));
+                let class_bases = unparsed::class_base_words(&view.text);
+                let defined = Some(unparsed::DefinedNames::of(&view.text));
                 // Parsed now, while the other files are read, rather than in
                 // a last pass of its own.
                 let fullgraph = pending.fullgraph.or_else(|| {

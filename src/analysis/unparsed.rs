@@ -1,0 +1,272 @@
+//! What the prefilter keeps of a file it leaves unparsed, so that a later
+//! round reads it again only when it must: the words of its class
+//! statements' base lists (a class on the way to a hook base), and the
+//! names it defines with `def` (a hook found by use).
+
+use crate::analysis::prefilter::{Context, Needle, is_ascii_word, is_gap};
+
+/// Every word in the base lists of `text`'s class statements, read without
+/// parsing, or `None` when some class statement cannot be bounded this way.
+///
+/// Sound for the prefilter's rounds: a class deriving from `X` names `X` (or
+/// `pkg.X`) in its base list, so its file holds the word `X` here. Anything
+/// this reading cannot vouch for — a comment, string or backslash inside a
+/// base list, type parameters (`class A[T](B)`), an unbalanced or very long
+/// list, a name not on the `class` line — gives `None`, and the file is read
+/// again and searched in full in later rounds. Text that only looks like a
+/// class statement (inside a string) adds words, which costs a parse at most;
+/// text that cannot be one in valid Python (`class` then two words) is
+/// skipped. (A file that is not valid Python adds no class when parsed.)
+pub fn class_base_words(text: &str) -> Option<Vec<String>> {
+    const LONGEST_BASE_LIST: usize = 4096;
+    let bytes = text.as_bytes();
+    // Tree-sitter also skips a vertical tab and the zero-width characters
+    // U+200B, U+2060 and U+FEFF between tokens (CPython does not): in a file
+    // holding one, this reading cannot vouch for anything.
+    if memchr::memchr(b'\x0b', bytes).is_some()
+        || ["\u{200b}", "\u{2060}", "\u{feff}"]
+            .iter()
+            .any(|c| memchr::memmem::find(bytes, c.as_bytes()).is_some())
+    {
+        return None;
+    }
+    // A name spelled with compatibility characters is another name to
+    // CPython (NFKC): this reading cannot vouch for it either.
+    if crate::analysis::shadow::changes_under_nfkc(text) {
+        return None;
+    }
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    let mut words = Vec::new();
+    for at in memchr::memmem::find_iter(bytes, b"class") {
+        let after = at + 5;
+        if at > 0 && is_word(bytes[at - 1]) {
+            continue;
+        }
+        match bytes.get(after) {
+            Some(b' ' | b'\t' | b'\x0c') => {}
+            Some(b'\\') => return None,
+            _ => continue,
+        }
+        // A class statement starts its line (after indentation; a lone CR
+        // ends a line too), or follows a `;` or `:` on it, which tree-sitter
+        // accepts.
+        let line_start = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n' || b == b'\r')
+            .map_or(0, |p| p + 1);
+        let before = bytes[line_start..at].trim_ascii_end();
+        if !(before.is_empty() || before.ends_with(b";") || before.ends_with(b":")) {
+            continue;
+        }
+        let mut i = after;
+        while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\x0c')) {
+            i += 1;
+        }
+        let name_start = i;
+        while bytes.get(i).is_some_and(|&b| is_word(b)) {
+            i += 1;
+        }
+        if i == name_start {
+            // In valid Python `class` is followed by a name: this is prose
+            // (a docstring's "the class (see below)"), unless it continues
+            // on the next line.
+            match bytes.get(i) {
+                Some(b'\\') | None => return None,
+                _ => continue,
+            }
+        }
+        while matches!(bytes.get(i), Some(b' ' | b'\t' | b'\x0c')) {
+            i += 1;
+        }
+        match bytes.get(i) {
+            Some(b':') => continue,
+            Some(b'(') => {}
+            // After the name only `(`, `:` or `[` can follow; another word
+            // ("class implements both ...") is prose.
+            Some(&b) if is_word(b) => continue,
+            _ => return None,
+        }
+        let mut depth = 0usize;
+        let mut word_start = None;
+        let start = i;
+        loop {
+            let &b = bytes.get(i)?;
+            if i - start > LONGEST_BASE_LIST {
+                return None;
+            }
+            if is_word(b) {
+                word_start.get_or_insert(i);
+            } else {
+                if let Some(ws) = word_start.take() {
+                    words.push(text[ws..i].to_owned());
+                }
+                match b {
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    b'#' | b'"' | b'\'' | b'\\' => return None,
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+    }
+    words.sort();
+    words.dedup();
+    Some(words)
+}
+
+/// The names `text` defines with `def`, as [`Context::Defined`] reads them
+/// (after NFKC): a file left unparsed keeps them, so that a later round whose
+/// added needles are all such names reads again only the files that define
+/// one of them. Kept as sorted hashes: a collision only costs a read.
+#[derive(Debug, Clone, Default)]
+pub struct DefinedNames(Vec<u64>);
+
+impl DefinedNames {
+    pub fn of(text: &str) -> DefinedNames {
+        let normal = crate::analysis::shadow::nfkc(text);
+        let bytes = normal.as_bytes();
+        let mut hashes = Vec::new();
+        for at in memchr::memmem::find_iter(bytes, b"def") {
+            if at > 0 && is_ascii_word(bytes[at - 1]) {
+                continue;
+            }
+            // [`stands_in`]: gaps, then the name as a whole word.
+            let mut start = at + 3;
+            while start < bytes.len() && is_gap(bytes[start]) {
+                start += 1;
+            }
+            if start == at + 3 {
+                continue;
+            }
+            let end = start
+                + bytes[start..]
+                    .iter()
+                    .take_while(|&&b| is_ascii_word(b))
+                    .count();
+            if end > start {
+                hashes.push(name_hash(&bytes[start..end]));
+            }
+        }
+        hashes.sort_unstable();
+        hashes.dedup();
+        DefinedNames(hashes)
+    }
+
+    /// Whether the file may hold one of `needles`: false only when every
+    /// needle is an ASCII name in [`Context::Defined`] and none is defined.
+    pub fn may_hold(&self, needles: &[Needle]) -> bool {
+        needles.iter().any(|n| {
+            n.context != Context::Defined
+                || n.name.is_empty()
+                || !n.name.bytes().all(is_ascii_word)
+                || self.0.binary_search(&name_hash(n.name.as_bytes())).is_ok()
+        })
+    }
+}
+
+fn name_hash(name: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::prefilter::Needles;
+
+    #[test]
+    fn class_base_words_bound_every_base_or_give_up() {
+        let words = |t: &str| class_base_words(t).map(|w| w.join(" "));
+        assert_eq!(
+            words("class A(hooks.ModelHook, metaclass=M):\n    x = 'class B(C)'\nclass D:\n"),
+            Some("M ModelHook hooks metaclass".into())
+        );
+        assert_eq!(
+            words("class A(\n    Base[T],\n    Other,\n):\n    pass\nsubclass = 1\nclasses(x)\n"),
+            Some("Base Other T".into())
+        );
+        // What a cheap reading cannot vouch for makes the file be read again.
+        assert_eq!(words("class A(  # (comment\n    B):\n"), None);
+        assert_eq!(words("class A(B, x='s'):\n"), None);
+        assert_eq!(words("class A[T](B):\n"), None);
+        assert_eq!(words("class \\\n    A(B):\n"), None);
+        assert_eq!(words("class A(B\n"), None);
+        assert_eq!(words("class A\n"), None);
+        // Line breaks and separators tree-sitter accepts.
+        assert_eq!(
+            words("from b import B\r\rclass A(B):\r    pass\r"),
+            Some("B".into())
+        );
+        assert_eq!(words("x = 1\rclass A(B):\n    pass\n"), Some("B".into()));
+        assert_eq!(words("x = 1; class A(B): pass\n"), Some("B".into()));
+        assert_eq!(words("if x: class A(B): pass\n"), Some("B".into()));
+        for odd in [
+            "class\x0bA(B):",
+            "\u{200b}class A(B):",
+            "class A(\u{feff}B):",
+            "class\u{2060} A(B):",
+        ] {
+            assert_eq!(words(odd), None, "{odd:?}");
+        }
+        // Prose that cannot be a class statement is skipped.
+        assert_eq!(
+            words(
+                "    \"\"\"\n    class implements both a save and\n    class (see below)\n\"\"\"\nclass A(B): pass\n"
+            ),
+            Some("B".into())
+        );
+        // Not class statements.
+        assert_eq!(
+            words("x = 1  # class A(B)\nprint('class', 1)\n"),
+            Some(String::new())
+        );
+    }
+
+    #[test]
+    fn defined_names_hold_every_name_the_scan_finds_defined() {
+        let texts = [
+            "def pre_forward(self): ...\n",
+            "async def pre_forward(self): ...\n",
+            "class H:\n    def  post_forward (self, m): ...\n",
+            "def\\\n    pre_forward(m): ...\n",
+            "x = 1; def pre_forward(): pass\n",
+            "def \u{ff50}re_forward(m): ...\n",
+            "def\u{a0}pre_forward(m): ...\n",
+            "undef pre_forward\nredefine(post_forward)\n",
+            "def pre_forward_x(m): ...\n# def  post_forward in a comment\n",
+            "s = 'def offload_step'\n",
+        ];
+        let names = [
+            "pre_forward",
+            "post_forward",
+            "offload_step",
+            "pre_forward_x",
+            "other",
+        ];
+        for text in texts {
+            let held = DefinedNames::of(text);
+            for name in names {
+                let scanned = Needles::new([Needle::defined(name)]).scan(text).needed;
+                let kept = held.may_hold(&[Needle::defined(name)]);
+                // Sound: whatever the scan would find is kept.
+                assert!(!scanned || kept, "{name} in {text:?}");
+                // And exact here (no hash collision among these names).
+                assert_eq!(scanned, kept, "{name} in {text:?}");
+            }
+        }
+        // A needle it cannot judge by defined names is always read for.
+        let held = DefinedNames::of("x = 1\n");
+        assert!(!held.may_hold(&[Needle::defined("pre_forward")]));
+        assert!(held.may_hold(&[Needle::word("ModelHook")]));
+        assert!(held.may_hold(&[Needle::defined("caf\u{e9}")]));
+        assert!(held.may_hold(&[Needle::defined("pre_forward"), Needle::anywhere("x")]));
+    }
+}
