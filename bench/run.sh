@@ -5,7 +5,9 @@
 # medians):
 #   walk+read (find+cat), hookfence dry run, --check, --list (if present),
 #   a tree-sitter parse-only pass (examples/parse_only.rs),
-#   hookfence --no-prefilter -j 1 / -j 2, and ast-grep with bench/ast-grep/;
+#   hookfence --no-prefilter -j 1 / -j 2, ast-grep with bench/ast-grep/, a
+#   partial run (one file of the largest project, the project for context,
+#   as pre-commit runs it) and a dry run over 8 copies of the corpus;
 #   then hostile shapes of one file at n and 2n (bench/hostile.py).
 # Prints a Markdown report (machine, table, ratios, targets) and writes it to
 # bench/LATEST.md.
@@ -45,6 +47,17 @@ REV=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
 TREE=$(python3 bench/corpus.py "$CORPUS_DIR") || exit 2
 CORPUS_SHA256=$(python3 bench/corpus.py --hash "$CORPUS_DIR")
 
+# 2b. Eight copies of the corpus, for the linear-cost row: rebuilt when the
+#     corpus's manifest hash changes.
+COPIES=$CACHE/corpus-x8
+if [[ $(cat "$COPIES/.manifest" 2>/dev/null) != "$CORPUS_SHA256" ]]; then
+  say "copying the corpus 8 times into $COPIES"
+  rm -rf "$COPIES"
+  mkdir -p "$COPIES"
+  for i in 1 2 3 4 5 6 7 8; do cp -r "$TREE" "$COPIES/copy$i"; done
+  echo "$CORPUS_SHA256" > "$COPIES/.manifest"
+fi
+
 # 3. A pinned ast-grep in its own venv.
 if [[ ! -x $VENV/bin/ast-grep ]] ||
   [[ $("$VENV/bin/ast-grep" --version 2>/dev/null) != "ast-grep $AST_GREP_VERSION" ]]; then
@@ -69,6 +82,7 @@ python3 bench/driver.py run \
   --sgconfig "$REPO/bench/ast-grep/sgconfig.yml" \
   --runs "$BENCH_RUNS" \
   --manifest "manifest_sha256=$CORPUS_SHA256" \
+  --copies "$COPIES" \
   --out "$BENCH_OUT"
 
 # 6. Cost in one file's size: hostile shapes at n and 2n, appended.
