@@ -163,6 +163,24 @@ pub struct Index {
     pub call_name: u32,
     pub call_receiver: u32,
     pub call_method: u32,
+    /// `queries/handed.scm`: a function handed to a tensor hook, the
+    /// autograd engine or an autograd Function, and `Fn.apply(...)`.
+    pub handed_call: u32,
+    pub handed_to: u32,
+    pub handed_callee: u32,
+    pub handed_fn: u32,
+    pub applying: u32,
+    pub applied_class: u32,
+    /// `queries/handed.scm`: registered hooks replayed by hand.
+    pub replay_loop: u32,
+    pub replay_var: u32,
+    pub replay_table: u32,
+    pub replay_name: u32,
+    /// `queries/handed.scm`: attributes set to a name, and `x.attr.apply`.
+    pub held_attr: u32,
+    pub held_value: u32,
+    pub held_applying: u32,
+    pub held_holder: u32,
 }
 
 /// Captures of `calls.scm`.
@@ -283,7 +301,7 @@ impl Queries {
                 }
             },
             index: {
-                let combined = Combined::new(&[scm!("index"), scm!("calls")]);
+                let combined = Combined::new(&[scm!("index"), scm!("calls"), scm!("handed")]);
                 let c = |name| combined.capture(name);
                 Index {
                     def: c("index.def"),
@@ -308,6 +326,20 @@ impl Queries {
                     call_name: c("callsite.name"),
                     call_receiver: c("callsite.receiver"),
                     call_method: c("callsite.method"),
+                    handed_call: c("handed.call"),
+                    handed_to: c("handed.to"),
+                    handed_callee: c("handed.callee"),
+                    handed_fn: c("handed.fn"),
+                    applying: c("handed.applying"),
+                    applied_class: c("handed.class"),
+                    replay_loop: c("replay.loop"),
+                    replay_var: c("replay.var"),
+                    replay_table: c("replay.table"),
+                    replay_name: c("replay.name"),
+                    held_attr: c("held.attr"),
+                    held_value: c("held.value"),
+                    held_applying: c("held.applying"),
+                    held_holder: c("held.holder"),
                     combined,
                 }
             },
@@ -421,6 +453,33 @@ mod tests {
         let functions = load!("functions");
         let imports = load!("imports");
         let fences = load!("fences");
+        let handed = load!("handed");
+        for (text, matches) in [
+            // Handed to a tensor hook, by name and through partial.
+            ("t.register_hook(release)\n", 1),
+            ("engine.queue_callback(functools.partial(release, m))\n", 1),
+            // Fn.apply (and each name handed to it), and an attribute's class
+            // applied (as a value too).
+            ("Fn.apply(m, out)\n", 3),
+            ("run(module.post_bwd_fn.apply, inputs)\n", 1),
+            // An attribute set to a name; a replayed table.
+            ("ctx.release = _release\n", 1),
+            (
+                "for h in sub._forward_pre_hooks.values():\n    h(sub, a)\n",
+                1,
+            ),
+            (
+                "for _, h in sub._forward_hooks_with_kwargs.items():\n    h(sub, a, k, o)\n",
+                1,
+            ),
+            // No function handed over, no table, no name assigned.
+            ("t.register_hook(lambda g: g * 2)\n", 0),
+            ("print(release)\n", 0),
+            ("for h in hooks.values():\n    h(m)\n", 0),
+            ("ctx.release = make()\n", 0),
+        ] {
+            assert_eq!(count(&handed, text), matches, "{text:?}");
+        }
         let hook = "class H(ModelHook):\n    def pre_forward(self, m):\n        pass\n";
         assert_eq!(count(&hook_methods, hook), 1);
         assert_eq!(count(&hook_methods, "def pre_forward(m):\n    pass\n"), 0);

@@ -3060,3 +3060,58 @@ fn json_sites_carry_the_evidence_chain_and_how_they_were_found() {
     assert_eq!(post["status"], "not-offload");
     assert!(post["discounted"][0].as_str().unwrap().contains("dtype"));
 }
+
+/// Hooks reached through other objects (issue 17): the JSON evidence names
+/// how each step was reached, and a hook replaying a table of hooks that
+/// move nothing says so.
+#[test]
+fn json_evidence_names_handed_and_replayed_steps() {
+    let sites = |file: &str| -> Vec<serde_json::Value> {
+        let text = std::fs::read(format!("tests/fixtures/{file}")).unwrap();
+        let p = Project::new(&[(file, text.as_slice())]);
+        let run = p.run(&["--list", "--format", "json", "."]);
+        let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        doc["sites"].as_array().unwrap().clone()
+    };
+    let site = |sites: &[serde_json::Value], name: &str| {
+        sites
+            .iter()
+            .find(|s| s["qualname"] == name)
+            .unwrap_or_else(|| panic!("{name} in {sites:?}"))
+            .clone()
+    };
+    let backward = sites("backward_offload_setup.py");
+    let queued = site(&backward, "queue_release");
+    assert_eq!(queued["status"], "unfenced", "{queued}");
+    assert_eq!(queued["evidence"][0]["kind"], "handed");
+    assert_eq!(
+        queued["evidence"][0]["detail"],
+        "release_params (handed to torch.autograd.Variable._execution_engine.queue_callback)"
+    );
+    let applied = site(&backward, "wrap_outputs");
+    assert_eq!(applied["evidence"][0]["kind"], "handed");
+    assert_eq!(
+        applied["evidence"][0]["detail"],
+        "FetchForBackward.backward (handed to FetchForBackward.apply)"
+    );
+    for name in ["scale_gradients", "apply_a_value", "init_on_first_call"] {
+        assert_eq!(site(&backward, name)["status"], "not-offload", "{name}");
+    }
+    let replayed = sites("replayed_hook_tables.py");
+    let fused = site(&replayed, "fused_pre_hook");
+    assert_eq!(fused["status"], "unfenced", "{fused}");
+    assert_eq!(fused["evidence"][0]["kind"], "replayed");
+    assert!(
+        fused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("_all_gather_hook (registered hook replayed from sub._forward_pre_hooks)"),
+        "{fused}"
+    );
+    let post = site(&replayed, "fused_post_hook");
+    assert_eq!(post["status"], "not-offload", "{post}");
+    assert_eq!(
+        post["discounted"][0],
+        "replays registered hooks from sub._forward_hooks: none the project registers there does offload work"
+    );
+}

@@ -382,6 +382,24 @@ fn deepspeed_zero3_hooks_are_offload_through_their_calls_and_timing_hooks_are_no
             "{line}"
         );
     }
+    // DeepSpeed 0.16.6 fenced `_post_backward_module_hook` next to
+    // `_pre_forward_module_hook`: forward hooks that set up backward-time
+    // offload through a custom autograd Function the module holds
+    // (`module.post_bwd_fn.apply`), whose backward runs the release.
+    for (hook, function) in [
+        (
+            "DeepSpeedZeRoOffload._register_deepspeed_module.<locals>._post_backward_module_hook",
+            "PostBackwardFunctionModule.backward (handed to module.post_bwd_fn.apply)",
+        ),
+        (
+            "DeepSpeedZeRoOffload._register_deepspeed_module.<locals>._pre_backward_module_hook",
+            "PreBackwardFunctionForModule.backward (handed to module.pre_bwd_fn.apply)",
+        ),
+    ] {
+        let line = line_of(hook);
+        assert!(line.contains("  unfenced  "), "{line}");
+        assert!(line.contains(function), "{line}");
+    }
     for timing in [
         "InferenceEngine._pre_forward_hook",
         "InferenceEngine._post_forward_hook",

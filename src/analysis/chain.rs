@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::analysis::evidence::Sign;
+use crate::analysis::module_facts::Through;
 use crate::analysis::project::{FunctionRef, ProjectIndex};
 
 /// One step of an evidence chain.
@@ -16,6 +17,20 @@ pub struct Step {
     pub qualname: String,
     pub path: PathBuf,
     pub line: usize,
+    /// Reached not by a call written there but another way (handed to
+    /// `register_hook`, replayed from a hook table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<Through>,
+}
+
+impl Step {
+    /// `fetch_params`, or `fetch_params (handed to PreBackwardFunction.apply)`.
+    pub fn describe(&self) -> String {
+        match &self.through {
+            Some(through) => format!("{} ({})", self.qualname, through.describe()),
+            None => self.qualname.clone(),
+        }
+    }
 }
 
 /// Why a hook counts as offload work through what it calls.
@@ -32,7 +47,7 @@ pub struct Chain {
 impl Chain {
     /// `fetches ... via a -> b (path:line, fenced)`.
     pub fn describe(&self) -> String {
-        let names: Vec<&str> = self.steps.iter().map(|s| s.qualname.as_str()).collect();
+        let names: Vec<String> = self.steps.iter().map(Step::describe).collect();
         let last = self.steps.last();
         let place = last.map_or(String::new(), |s| {
             format!(" ({}:{}", s.path.display(), s.line)
@@ -78,6 +93,7 @@ impl ProjectIndex<'_> {
                         qualname: fact.qualname.clone(),
                         path: target_module.path.clone(),
                         line: fact.line,
+                        through: call.through.clone(),
                     });
                     if let Some(fence) = &fact.fenced {
                         return Some(Chain {
@@ -98,5 +114,25 @@ impl ProjectIndex<'_> {
             }
         }
         None
+    }
+
+    /// The hook tables the function at `line:column` of `path` replays by
+    /// hand (`sub._forward_pre_hooks`), in the order of its calls.
+    pub fn replayed_tables(&self, path: &Path, line: usize, column: usize) -> Vec<String> {
+        let Some(module) = self.module(path) else {
+            return Vec::new();
+        };
+        let Some(function) = module.function_at(line, column) else {
+            return Vec::new();
+        };
+        let mut tables: Vec<String> = Vec::new();
+        for call in &module.functions[function].calls {
+            if let Some(Through::Replayed { table, .. }) = &call.through
+                && !tables.contains(table)
+            {
+                tables.push(table.clone());
+            }
+        }
+        tables
     }
 }

@@ -45,6 +45,42 @@ pub struct CallFact {
     /// capture, asked of the file's scope model — so it is not the imported
     /// function of that name, whatever the module imports.
     pub not_the_import: bool,
+    /// Not a call written here but a function reached another way
+    /// (`queries/handed.scm`).
+    pub through: Option<Through>,
+}
+
+/// How a function is reached when no call of it is written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum Through {
+    /// Handed over to be called on the module's behalf, now or at backward
+    /// time: to what (`tensor.register_hook`, `PreBackwardFunction.apply`).
+    HandedTo(String),
+    /// A hook of a module's hook table (`sub._forward_pre_hooks`), replayed
+    /// by hand: every hook the project registers with `registrar`.
+    Replayed {
+        table: String,
+        registrar: &'static str,
+    },
+}
+
+impl Through {
+    /// `handed to tensor.register_hook`, `replayed from sub._forward_pre_hooks`.
+    pub fn describe(&self) -> String {
+        match self {
+            Through::HandedTo(to) => format!("handed to {to}"),
+            Through::Replayed { table, .. } => format!("registered hook replayed from {table}"),
+        }
+    }
+}
+
+/// The registrar that fills a module's hook table.
+fn registrar_of_table(table: &str) -> &'static str {
+    if table.starts_with("_forward_pre_hooks") {
+        "register_forward_pre_hook"
+    } else {
+        "register_forward_hook"
+    }
 }
 
 /// A value installed as a module's forward, or returned by a factory, as far
@@ -115,6 +151,8 @@ pub struct Registration {
     pub value: Value,
     /// The function the call stands in, if any.
     pub scope: Option<usize>,
+    /// The registrar's name (`register_forward_pre_hook`).
+    pub registrar: String,
 }
 
 /// One class of a module.
@@ -144,6 +182,9 @@ pub struct ModuleFacts {
     pub registrations: Vec<Registration>,
     /// `name = value` at module level.
     pub assigned: Vec<(String, Value)>,
+    /// `x.attr = name` anywhere in the module, by attribute: the name and
+    /// the function the assignment stands in (`queries/handed.scm`).
+    pub held: HashMap<String, Vec<(String, Option<usize>)>>,
     /// [`ModuleFacts::functions`] by name, in order: a call's callee is a
     /// look-up, not a scan of every function.
     by_name: HashMap<String, Vec<usize>>,
@@ -192,6 +233,9 @@ impl ModuleFacts {
         let mut by_start: HashMap<usize, usize> = HashMap::new();
         let mut classes_by_start: HashMap<usize, String> = HashMap::new();
         let mut calls = Vec::new();
+        let mut handed = Vec::new();
+        let mut held: Vec<(Node<'_>, String)> = Vec::new();
+        let mut replays: Vec<(std::ops::Range<usize>, String, Through)> = Vec::new();
         let mut locals = Vec::new();
         let mut attributes = Vec::new();
         let mut replacements = Vec::new();
@@ -237,6 +281,67 @@ impl ModuleFacts {
                 capture(captures, q.self_attr_value),
             ) {
                 self_attributes.push((name, value));
+            } else if let (Some(call), Some(to), Some(function)) = (
+                capture(captures, q.handed_call),
+                capture(captures, q.handed_callee).or_else(|| capture(captures, q.handed_to)),
+                capture(captures, q.handed_fn),
+            ) {
+                let to = dotted_name(to, text)
+                    .unwrap_or_else(|| crate::syntax::short(text_of(to, text)));
+                handed.push((
+                    call,
+                    Callee::Name(text_of(function, text).to_owned()),
+                    Through::HandedTo(to),
+                ));
+            } else if let (Some(call), Some(class)) = (
+                capture(captures, q.applying),
+                capture(captures, q.applied_class),
+            ) {
+                let class = text_of(class, text).to_owned();
+                for method in ["forward", "backward"] {
+                    handed.push((
+                        call,
+                        Callee::Method {
+                            receiver: Some(class.clone()),
+                            method: method.to_owned(),
+                        },
+                        Through::HandedTo(format!("{class}.apply")),
+                    ));
+                }
+            } else if let (Some(attr), Some(value)) = (
+                capture(captures, q.held_attr),
+                capture(captures, q.held_value),
+            ) {
+                held.push((attr, text_of(value, text).to_owned()));
+            } else if let (Some(applying), Some(holder)) = (
+                capture(captures, q.held_applying),
+                capture(captures, q.held_holder),
+            ) {
+                let holder = crate::syntax::short(text_of(holder, text));
+                for method in ["forward", "backward"] {
+                    handed.push((
+                        applying,
+                        Callee::Method {
+                            receiver: Some(holder.clone()),
+                            method: method.to_owned(),
+                        },
+                        Through::HandedTo(format!("{holder}.apply")),
+                    ));
+                }
+            } else if let (Some(lp), Some(var), Some(table), Some(name)) = (
+                capture(captures, q.replay_loop),
+                capture(captures, q.replay_var),
+                capture(captures, q.replay_table),
+                capture(captures, q.replay_name),
+            ) {
+                replays.push((
+                    lp.byte_range(),
+                    text_of(var, text).to_owned(),
+                    Through::Replayed {
+                        table: crate::syntax::short(text_of(table, text)),
+                        registrar: registrar_of_table(text_of(name, text)),
+                    },
+                ));
             } else if let Some(call) = capture(captures, q.call) {
                 let callee = match (
                     capture(captures, q.call_name),
@@ -310,7 +415,29 @@ impl ModuleFacts {
                 Some(&built)
             }
         };
-        for (call, callee) in calls {
+        // A call of a replay loop's variable in its body replays the table.
+        let replayed: Vec<(Node<'_>, Callee, Through)> = calls
+            .iter()
+            .filter_map(|(call, callee)| {
+                let Callee::Name(name) = callee else {
+                    return None;
+                };
+                replays
+                    .iter()
+                    .find(|(range, var, _)| var == name && range.contains(&call.start_byte()))
+                    .map(|(_, _, through)| (*call, callee.clone(), through.clone()))
+            })
+            .collect();
+        let calls = calls
+            .into_iter()
+            .map(|(call, callee)| (call, callee, None))
+            .chain(
+                handed
+                    .into_iter()
+                    .chain(replayed)
+                    .map(|(call, callee, through)| (call, callee, Some(through))),
+            );
+        for (call, callee, through) in calls {
             let Some(owner) = owner_of(call) else {
                 continue;
             };
@@ -330,10 +457,18 @@ impl ModuleFacts {
                 start: call.start_byte(),
                 first_argument,
                 not_the_import,
+                through,
             });
         }
         for function in &mut facts.functions {
             function.calls.sort_by_key(|c| c.start);
+        }
+        for (attr, value) in held {
+            facts
+                .held
+                .entry(text_of(attr, text).to_owned())
+                .or_default()
+                .push((value, owner_of(attr)));
         }
         for (fwd, target, value) in replacements {
             facts.forward_replacements.push(ForwardReplacement {
@@ -432,6 +567,7 @@ impl ModuleFacts {
                     column,
                     value: value_of(hook, text, &by_start),
                     scope: owner_of(call),
+                    registrar: method.to_owned(),
                 });
             },
         );
@@ -479,6 +615,28 @@ impl ModuleFacts {
         self.functions
             .iter()
             .position(|f| f.line == line && f.column == column)
+    }
+
+    /// The functions named `name` that code in function `from` (or at
+    /// module level) sees: closures of `from` and of each function around
+    /// it, innermost first, else module-level functions.
+    pub(super) fn functions_visible(&self, name: &str, from: Option<usize>) -> Vec<usize> {
+        let mut scope = from;
+        while let Some(function) = scope {
+            let start = self.functions[function].start;
+            let closures: Vec<usize> = self
+                .functions_named(name, Some(start))
+                .into_iter()
+                .filter(|&i| self.functions[i].outer == Some(start))
+                .collect();
+            if !closures.is_empty() {
+                return closures;
+            }
+            scope = self.functions[function]
+                .outer
+                .and_then(|outer| self.functions.iter().position(|f| f.start == outer));
+        }
+        self.functions_named(name, None)
     }
 
     /// Module-level functions (and closures of `outer`) named `name`.

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
+use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Through, Value};
 use crate::analysis::module_names::import_root;
 use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
@@ -318,12 +318,61 @@ impl<'v> ProjectIndex<'v> {
     ) -> Vec<FunctionRef> {
         let caller = &module.functions[function];
         match &call.callee {
+            // Every hook the project registers in a replayed table.
+            _ if let Some(Through::Replayed { registrar, .. }) = &call.through => {
+                let mut found: Vec<FunctionRef> = Vec::new();
+                for registering in &self.modules {
+                    for registration in &registering.registrations {
+                        if registration.registrar != *registrar {
+                            continue;
+                        }
+                        for target in self.functions_of(
+                            registering,
+                            registration.scope,
+                            &registration.value,
+                            0,
+                        ) {
+                            if !found
+                                .iter()
+                                .any(|f| f.0.path == target.0.path && f.1 == target.1)
+                            {
+                                found.push(target);
+                            }
+                        }
+                    }
+                }
+                found
+            }
             Callee::Name(name) if call.not_the_import => module
                 .functions_named(name, Some(caller.start))
                 .into_iter()
                 .map(|i| (Arc::clone(module), i))
                 .collect(),
             Callee::Name(name) => self.named_function(module, name, Some(caller.start)),
+            // A method a call only stands for (`Fn.apply(...)` runs
+            // `Fn.forward` and `Fn.backward`): followed on a class only.
+            Callee::Method {
+                receiver: Some(class),
+                method,
+            } if call.through.is_some() => {
+                let first = class.split('.').next().unwrap_or(class);
+                let names_a_class = !call.not_the_import
+                    && !caller.locals.contains_key(class)
+                    && (module.classes.contains_key(class.as_str())
+                        || module.imports.contains_key(first));
+                if !names_a_class {
+                    // `x.attr.apply`: the class `attr` is set to in this module.
+                    let attribute = class.rsplit('.').next().unwrap_or(class);
+                    return match class.contains('.') {
+                        true => self.held_targets(module, attribute, Some(method)),
+                        false => Vec::new(),
+                    };
+                }
+                self.classes_named(module, class)
+                    .into_iter()
+                    .flat_map(|(m, c)| self.method_of(&m, &c, method, &mut HashSet::new()))
+                    .collect()
+            }
             Callee::Method { receiver, method } => {
                 let receiver = receiver.as_deref();
                 let self_class = caller.self_class.as_deref();
@@ -364,7 +413,7 @@ impl<'v> ProjectIndex<'v> {
                     }
                     if call.not_the_import {
                         // A local value that is no import: of no known type.
-                        return self.untyped(module, method);
+                        return self.untyped_or_held(module, method);
                     }
                     if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
                         let full = match r.split_once('.') {
@@ -388,9 +437,56 @@ impl<'v> ProjectIndex<'v> {
                         return Vec::new();
                     }
                 }
-                self.untyped(module, method)
+                self.untyped_or_held(module, method)
             }
         }
+    }
+
+    /// [`ProjectIndex::untyped`], else what an attribute of that name is
+    /// set to in the module (`ctx.post_backward = _run_after_backward`).
+    fn untyped_or_held(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
+        let found = self.untyped(module, method);
+        if !found.is_empty() || GENERIC_METHODS.contains(&method) {
+            return found;
+        }
+        self.held_targets(module, method, None)
+    }
+
+    /// What the attribute `attribute` is set to by name in `module`: the
+    /// functions of that name the assignment sees, or with `method`, that
+    /// method of the class of that name.
+    fn held_targets(
+        &self,
+        module: &Arc<ModuleFacts>,
+        attribute: &str,
+        method: Option<&str>,
+    ) -> Vec<FunctionRef> {
+        let Some(values) = module.held.get(attribute) else {
+            return Vec::new();
+        };
+        let mut found: Vec<FunctionRef> = Vec::new();
+        for (value, from) in values {
+            let targets = match method {
+                Some(method) if module.classes.contains_key(value.as_str()) => {
+                    self.method_of(module, value, method, &mut HashSet::new())
+                }
+                Some(_) => Vec::new(),
+                None => module
+                    .functions_visible(value, *from)
+                    .into_iter()
+                    .map(|i| (Arc::clone(module), i))
+                    .collect(),
+            };
+            for target in targets {
+                if !found
+                    .iter()
+                    .any(|f| f.1 == target.1 && f.0.path == target.0.path)
+                {
+                    found.push(target);
+                }
+            }
+        }
+        found
     }
 
     /// The indexed methods named `method`, when few classes define one.
@@ -478,6 +574,7 @@ impl ProjectIndex<'_> {
             start: 0,
             first_argument: None,
             not_the_import: false,
+            through: None,
         };
         let through = |callee: &str| -> Vec<FunctionRef> {
             match scope {

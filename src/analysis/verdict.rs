@@ -241,8 +241,16 @@ pub fn decide(
         None => chain(&candidate).map(|chain| {
             for step in &chain.steps {
                 evidence.push(EvidenceStep {
-                    kind: "call".to_owned(),
-                    detail: step.qualname.clone(),
+                    kind: match &step.through {
+                        None => "call".to_owned(),
+                        Some(crate::analysis::module_facts::Through::HandedTo(_)) => {
+                            "handed".to_owned()
+                        }
+                        Some(crate::analysis::module_facts::Through::Replayed { .. }) => {
+                            "replayed".to_owned()
+                        }
+                    },
+                    detail: step.describe(),
                     path: step.path.clone(),
                     line: step.line,
                 });

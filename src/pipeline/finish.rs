@@ -41,6 +41,21 @@ pub(crate) fn finish(
             )
         })
         .collect();
+    // A hook that replays registered hooks none of which does offload work
+    // says so.
+    if let Some(project) = project {
+        for site in &mut sites {
+            if site.status != Status::NotOffload {
+                continue;
+            }
+            let at = site.candidate.at;
+            for table in project.replayed_tables(&path, at.line, at.column) {
+                site.discounted.push(format!(
+                    "replays registered hooks from {table}: none the project registers there does offload work"
+                ));
+            }
+        }
+    }
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();
