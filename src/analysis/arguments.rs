@@ -470,3 +470,89 @@ pub(super) fn times_itself(function: Node<'_>, text: &str) -> bool {
     });
     timing
 }
+
+/// The device argument of a `.to(...)` when it comes from another activation
+/// (`x.to(y.device)`, `x.to(device=y.device)`, `x.to(y)` with `y` a value
+/// the function was handed, not module state): the tensor only follows
+/// another tensor, and no weight moves. `None` when any device argument
+/// comes from elsewhere (a string, configuration, module state), or there
+/// is none.
+pub(super) fn activation_device(
+    arguments: Node<'_>,
+    owner: Option<Node<'_>>,
+    text: &str,
+) -> Option<String> {
+    let owner = owner?;
+    let mut found = None;
+    let mut cursor = arguments.walk();
+    for argument in arguments.named_children(&mut cursor) {
+        let value = match argument.kind() {
+            "keyword_argument" => {
+                let name = argument.child_by_field_name("name")?;
+                if text_of(name, text) != "device" {
+                    continue;
+                }
+                argument.child_by_field_name("value")?
+            }
+            "comment" => continue,
+            _ => argument,
+        };
+        // `y.device`, or a tensor `y` itself.
+        let tensor = match value.kind() {
+            "attribute"
+                if value
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| text_of(a, text) == "device") =>
+            {
+                value.child_by_field_name("object")?
+            }
+            // A name that says it is a device is one (`device`, `target_device`).
+            "identifier" if matches!(argument_kind(value, text), Argument::Device) => return None,
+            "identifier" => value,
+            _ => match argument_kind(argument, text) {
+                // A dtype, `copy=True`: no device here.
+                Argument::Dtype | Argument::Neither => continue,
+                _ => return None,
+            },
+        };
+        let root = root_name(tensor, text)?;
+        if root == "self"
+            || !is_hook_value(owner, root, text)
+            || is_module_state(tensor, Some(owner), text)
+        {
+            return None;
+        }
+        found = Some(text_of(value, text).to_owned());
+    }
+    found
+}
+
+/// Calls that read the allocator's memory statistics: a `synchronize()`
+/// next to one is there to measure memory, not to wait for a transfer.
+pub(super) const MEMORY_STAT_CALLEES: &[&str] = &[
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_stats",
+    "memory_summary",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "mem_get_info",
+];
+
+/// Whether `function` reads memory statistics (see [`MEMORY_STAT_CALLEES`]).
+pub(super) fn reads_memory_stats(function: Node<'_>, text: &str) -> bool {
+    let q = &QUERIES.calls;
+    let mut reads = false;
+    crate::syntax::each_match(&q.compiled.query, function, text, |_, captures| {
+        if reads {
+            return;
+        }
+        let callee = crate::syntax::capture(captures, q.name)
+            .or_else(|| crate::syntax::capture(captures, q.method))
+            .map(|n| text_of(n, text));
+        reads = callee.is_some_and(|c| MEMORY_STAT_CALLEES.contains(&c));
+    });
+    reads
+}

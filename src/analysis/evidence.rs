@@ -13,8 +13,8 @@ use serde::Serialize;
 use tree_sitter::Node;
 
 use crate::analysis::arguments::{
-    Argument, activation_argument, argument_kind, copied_aside, is_hook_value, is_module_state,
-    passes_on, times_itself,
+    Argument, activation_argument, activation_device, argument_kind, copied_aside, is_hook_value,
+    is_module_state, passes_on, reads_memory_stats, times_itself,
 };
 use crate::queries::QUERIES;
 use crate::syntax::{root_name, text_of};
@@ -120,11 +120,22 @@ fn judge(
         "transfer" => sign(format!("moves tensors via {detail}(...)"), None),
         "stream" if detail == "synchronize" => {
             let timing = owner.is_some_and(|f| times_itself(f, text));
+            let measuring = !timing && owner.is_some_and(|f| reads_memory_stats(f, text));
             sign(
                 "synchronizes the device via .synchronize()".to_owned(),
-                timing.then(|| {
-                    "synchronize() stands next to timing calls: it times the forward".to_owned()
-                }),
+                if timing {
+                    Some(
+                        "synchronize() stands next to timing calls: it times the forward"
+                            .to_owned(),
+                    )
+                } else if measuring {
+                    Some(
+                        "synchronize() stands next to memory statistics calls: it measures memory"
+                            .to_owned(),
+                    )
+                } else {
+                    None
+                },
             )
         }
         "stream" => {
@@ -241,6 +252,19 @@ fn judge_move(
             .is_some_and(|root| is_hook_value(f, root, text))
     });
     let passed_on = hook_value && owner.is_some_and(|f| passes_on(call, f, text));
+    if (device || unknown)
+        && passed_on
+        && let Some(follows) = call
+            .child_by_field_name("arguments")
+            .and_then(|a| activation_device(a, owner, text))
+    {
+        return (
+            format!("moves `{name}`, which it passes on, via {via}"),
+            Some(format!(
+                "`{name}` follows another activation's device (`{follows}`): no weight moves"
+            )),
+        );
+    }
     if (device || unknown) && passed_on {
         return (
             format!("moves `{name}`, which it passes on, to a device via {via}"),
@@ -292,6 +316,59 @@ mod tests {
         assert_eq!(
             counted("def pre(self, mod):\n    self.blocks[0].cpu()\n"),
             ["moves module state via .cpu(...)"]
+        );
+    }
+
+    #[test]
+    fn an_activation_following_another_activations_device_is_discounted() {
+        let discounted = |source: &str| -> Vec<String> {
+            signs(source)
+                .into_iter()
+                .filter_map(|s| s.discounted)
+                .collect()
+        };
+        for source in [
+            "def h(m, args, out):\n    return out.to(args[0].device)\n",
+            "def h(m, args, out):\n    return out.to(device=args[0].device)\n",
+            "def h(m, x, y):\n    return y.to(x)\n",
+            "def h(m, x, y):\n    return y.to(x.device, non_blocking=True)\n",
+        ] {
+            assert_eq!(counted(source), Vec::<String>::new(), "{source}");
+            let why = discounted(source);
+            assert!(
+                why.len() == 1 && why[0].contains("follows another activation's device"),
+                "{source}: {why:?}"
+            );
+        }
+        // From configuration, module state, a literal or a named device: counts.
+        for source in [
+            "def h(m, args, out):\n    return out.to(m.weight.device)\n",
+            "def pre(self, m, args):\n    return tuple(a.to(self.execution_device) for a in args)\n",
+            "def h(m, args, out):\n    return out.to('cuda')\n",
+            "def h(m, x, device):\n    return x.to(device)\n",
+            "def h(m, x, y):\n    return x.to('cpu', y.dtype)\n",
+        ] {
+            assert_eq!(counted(source).len(), 1, "{source}: {:?}", signs(source));
+        }
+    }
+
+    #[test]
+    fn synchronize_next_to_memory_statistics_is_discounted() {
+        let profiler = "def h(m, args, out):\n    torch.cuda.synchronize()\n    \
+                        m.peak = torch.cuda.max_memory_allocated()\n";
+        let sync = signs(profiler);
+        assert_eq!(sync.len(), 1, "{sync:?}");
+        assert!(
+            sync[0]
+                .discounted
+                .as_deref()
+                .is_some_and(|d| d.contains("memory statistics")),
+            "{sync:?}"
+        );
+        // Without them, a sync counts.
+        assert_eq!(
+            counted("def h(m, args, out):\n    torch.cuda.synchronize()\n"),
+            ["synchronizes the device via .synchronize()"]
         );
     }
 
