@@ -454,21 +454,33 @@ pub(super) const TIMING_CALLEES: &[&str] = &[
 /// Whether `function` reads a clock or a timer (then a `synchronize()` in it
 /// is there to time the forward).
 pub(super) fn times_itself(function: Node<'_>, text: &str) -> bool {
+    calls_any(function, text, |callee, receiver| {
+        callee.is_some_and(|c| TIMING_CALLEES.contains(&c))
+            || receiver.is_some_and(|r| r.to_ascii_lowercase().contains("timer"))
+            || callee.is_some_and(|c| c.to_ascii_lowercase().contains("timer"))
+    })
+}
+
+/// Whether some call in `function` satisfies `wanted`, asked with the
+/// callee's name (a bare name or a method) and the receiver as written.
+fn calls_any(
+    function: Node<'_>,
+    text: &str,
+    wanted: impl Fn(Option<&str>, Option<&str>) -> bool,
+) -> bool {
     let q = &QUERIES.calls;
-    let mut timing = false;
+    let mut found = false;
     crate::syntax::each_match(&q.compiled.query, function, text, |_, captures| {
-        if timing {
+        if found {
             return;
         }
         let callee = crate::syntax::capture(captures, q.name)
             .or_else(|| crate::syntax::capture(captures, q.method))
             .map(|n| text_of(n, text));
         let receiver = crate::syntax::capture(captures, q.receiver).map(|n| text_of(n, text));
-        timing = callee.is_some_and(|c| TIMING_CALLEES.contains(&c))
-            || receiver.is_some_and(|r| r.to_ascii_lowercase().contains("timer"))
-            || callee.is_some_and(|c| c.to_ascii_lowercase().contains("timer"));
+        found = wanted(callee, receiver);
     });
-    timing
+    found
 }
 
 /// The device argument of a `.to(...)` when it comes from another activation
@@ -543,16 +555,7 @@ pub(super) const MEMORY_STAT_CALLEES: &[&str] = &[
 
 /// Whether `function` reads memory statistics (see [`MEMORY_STAT_CALLEES`]).
 pub(super) fn reads_memory_stats(function: Node<'_>, text: &str) -> bool {
-    let q = &QUERIES.calls;
-    let mut reads = false;
-    crate::syntax::each_match(&q.compiled.query, function, text, |_, captures| {
-        if reads {
-            return;
-        }
-        let callee = crate::syntax::capture(captures, q.name)
-            .or_else(|| crate::syntax::capture(captures, q.method))
-            .map(|n| text_of(n, text));
-        reads = callee.is_some_and(|c| MEMORY_STAT_CALLEES.contains(&c));
-    });
-    reads
+    calls_any(function, text, |callee, _| {
+        callee.is_some_and(|c| MEMORY_STAT_CALLEES.contains(&c))
+    })
 }

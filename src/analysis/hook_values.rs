@@ -8,9 +8,34 @@ use tree_sitter::Node;
 
 use crate::analysis::fences::FileContext;
 use crate::analysis::scope::BindingKind;
+use crate::analysis::vocabulary::Vocabulary;
 use crate::syntax::strip_space;
 use crate::syntax::{class_bases, enclosing_class};
 use crate::syntax::{dotted_name, short, text_of};
+
+/// The registrar a register call `call` (argument list `arguments`) names
+/// (the callee's last segment), and its hook argument at the position that
+/// registrar takes it (see [`hook_argument`]).
+pub fn registrar_and_hook<'t, 'a>(
+    call: Node<'t>,
+    arguments: Node<'t>,
+    text: &'a str,
+    vocabulary: &Vocabulary,
+) -> (&'a str, Option<Node<'t>>) {
+    let registrar = call
+        .child_by_field_name("function")
+        .map(|f| match f.child_by_field_name("attribute") {
+            Some(attribute) => text_of(attribute, text),
+            None => text_of(f, text),
+        })
+        .unwrap_or_default();
+    let position = vocabulary
+        .registrar_positions
+        .get(registrar)
+        .copied()
+        .unwrap_or(0);
+    (registrar, hook_argument(arguments, text, position))
+}
 
 /// The hook a register call receives: `hook=`, else its positional argument
 /// number `position` (0 for torch's registrars). `None` when a splat comes

@@ -19,7 +19,7 @@ use crate::analysis::fences::{
 use crate::analysis::file_facts::{
     Candidate, ClassFact, FenceAt, FenceState, FileFacts, Owner, Target, Unresolved,
 };
-use crate::analysis::hook_values::{Resolved, hook_argument, resolve_hook};
+use crate::analysis::hook_values::{Resolved, registrar_and_hook, resolve_hook};
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
@@ -234,19 +234,8 @@ pub fn analyze_with(
 
     for (call, arguments, backward) in registrations {
         let at = position(call, text);
-        let method = call
-            .child_by_field_name("function")
-            .map(|f| match f.child_by_field_name("attribute") {
-                Some(attribute) => text_of(attribute, text),
-                None => text_of(f, text),
-            })
-            .unwrap_or_default();
-        let position = vocabulary
-            .registrar_positions
-            .get(method)
-            .copied()
-            .unwrap_or(0);
-        let Some(hook) = hook_argument(arguments, text, position) else {
+        let (method, hook) = registrar_and_hook(call, arguments, text, vocabulary);
+        let Some(hook) = hook else {
             unresolved.push(Unresolved {
                 at,
                 what: "hook passed in a form hookfence cannot follow (`*args` or `**kwargs`)"

@@ -544,21 +544,10 @@ impl ModuleFacts {
                 if capture(captures, compiled.registrations.backward).is_some() {
                     return;
                 }
-                let method = call
-                    .child_by_field_name("function")
-                    .map(|f| match f.child_by_field_name("attribute") {
-                        Some(attribute) => text_of(attribute, text),
-                        None => text_of(f, text),
-                    })
-                    .unwrap_or_default();
-                let position = vocabulary
-                    .registrar_positions
-                    .get(method)
-                    .copied()
-                    .unwrap_or(0);
-                let Some(hook) =
-                    crate::analysis::hook_values::hook_argument(arguments, text, position)
-                else {
+                let (method, hook) = crate::analysis::hook_values::registrar_and_hook(
+                    call, arguments, text, vocabulary,
+                );
+                let Some(hook) = hook else {
                     return;
                 };
                 let (line, column) = line_column(call, text);
