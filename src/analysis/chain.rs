@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::analysis::evidence::Sign;
-use crate::analysis::module_facts::Through;
 use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::reached::Through;
 
 /// One step of an evidence chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -19,6 +19,7 @@
 //! - [`fences`]: what fences a function in one file, and what its names mean;
 //! - [`hook_values`]: what a register call hands over, followed to definitions;
 //! - [`matcher`]: one file's hook candidates, classes and fences;
+//! - [`reached`]: how a function is reached when no call of it is written;
 //! - [`module_names`]: Python's names for files (modules, packages, roots);
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
@@ -41,6 +42,7 @@ pub mod module_facts;
 pub mod module_names;
 pub mod prefilter;
 pub mod project;
+pub mod reached;
 pub mod scope;
 pub mod scope_builder;
 pub mod shadow;

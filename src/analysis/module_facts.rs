@@ -6,15 +6,16 @@
 //! through an import gets the same facts through the same code
 //! ([`crate::analysis::project`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
 use crate::analysis::evidence::{self, Sign};
 use crate::analysis::module_names::{absolute, module_name, package_of};
+use crate::analysis::reached::{Through, registrar_of_table};
 use crate::analysis::scope::SemanticModel;
-use crate::analysis::vocabulary::{FORWARD, Vocabulary};
+use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
 
@@ -48,39 +49,6 @@ pub struct CallFact {
     /// Not a call written here but a function reached another way
     /// (`queries/handed.scm`).
     pub through: Option<Through>,
-}
-
-/// How a function is reached when no call of it is written.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub enum Through {
-    /// Handed over to be called on the module's behalf, now or at backward
-    /// time: to what (`tensor.register_hook`, `PreBackwardFunction.apply`).
-    HandedTo(String),
-    /// A hook of a module's hook table (`sub._forward_pre_hooks`), replayed
-    /// by hand: every hook the project registers with `registrar`.
-    Replayed {
-        table: String,
-        registrar: &'static str,
-    },
-}
-
-impl Through {
-    /// `handed to tensor.register_hook`, `replayed from sub._forward_pre_hooks`.
-    pub fn describe(&self) -> String {
-        match self {
-            Through::HandedTo(to) => format!("handed to {to}"),
-            Through::Replayed { table, .. } => format!("registered hook replayed from {table}"),
-        }
-    }
-}
-
-/// The registrar that fills a module's hook table.
-fn registrar_of_table(table: &str) -> &'static str {
-    if table.starts_with("_forward_pre_hooks") {
-        "register_forward_pre_hook"
-    } else {
-        "register_forward_hook"
-    }
 }
 
 /// A value installed as a module's forward, or returned by a factory, as far
@@ -784,45 +752,6 @@ fn import_named_by(callee: &Callee) -> Option<&str> {
     }
 }
 
-/// Whether `text` can replace a module's forward as `queries/index.scm`
-/// matches it: `forward` as an attribute assigned to (`.forward =`,
-/// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).
-/// Blanks and line continuations may stand around the `.` and the `=`.
-pub fn may_replace_forward(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
-    let blank = [' ', '\t', '\x0c', '\\', '\n', '\r'];
-    memchr::memmem::find_iter(bytes, FORWARD.as_bytes()).any(|at| {
-        let end = at + FORWARD.len();
-        let (before, after) = (bytes[..at].last(), bytes.get(end));
-        if before.is_some_and(|&b| matches!(b, b'"' | b'\''))
-            && after.is_some_and(|&b| matches!(b, b'"' | b'\''))
-        {
-            return true;
-        }
-        if before.is_some_and(|&b| is_word(b)) || after.is_some_and(|&b| is_word(b)) {
-            return false;
-        }
-        let dotted = text[..at].trim_end_matches(blank).ends_with('.');
-        let rest = text[end..].trim_start_matches(blank).as_bytes();
-        dotted
-            && match rest {
-                [b'=', b'=', ..] => false,
-                [b'=', ..] | [b':', ..] => true,
-                _ => false,
-            }
-    })
-}
-
-/// Sorted, for stable output in tests.
-pub fn describe_functions(module: &ModuleFacts) -> BTreeMap<String, (Option<String>, usize)> {
-    module
-        .functions
-        .iter()
-        .map(|f| (f.qualname.clone(), (f.fenced.clone(), f.calls.len())))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -845,7 +774,10 @@ mod tests {
             "setattr(m, \"forward\", w)\n",
             "setattr(m, 'forward', w)\n",
         ] {
-            assert!(may_replace_forward(text), "{text:?}");
+            assert!(
+                crate::analysis::prefilter::may_replace_forward(text),
+                "{text:?}"
+            );
             assert_eq!(replacements(text), 1, "{text:?}");
         }
         for text in [
@@ -856,7 +788,10 @@ mod tests {
             "old = m.forward\n",
             "doc = \"the forward pass\"\n",
         ] {
-            assert!(!may_replace_forward(text), "{text:?}");
+            assert!(
+                !crate::analysis::prefilter::may_replace_forward(text),
+                "{text:?}"
+            );
             assert_eq!(replacements(text), 0, "{text:?}");
         }
     }

@@ -13,6 +13,9 @@
 
 use aho_corasick::AhoCorasick;
 
+/// The method a forward replacement replaces.
+pub const FORWARD: &str = "forward";
+
 /// The literal every `# hookfence: ignore` comment holds (see
 /// `queries/suppressions.scm`): files with one are parsed so that a
 /// suppression matching nothing is reported.
@@ -372,6 +375,36 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
     None
 }
 
+/// Whether `text` can replace a module's forward as `queries/index.scm`
+/// matches it: `forward` as an attribute assigned to (`.forward =`,
+/// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).
+/// Blanks and line continuations may stand around the `.` and the `=`.
+pub fn may_replace_forward(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    let blank = [' ', '\t', '\x0c', '\\', '\n', '\r'];
+    memchr::memmem::find_iter(bytes, FORWARD.as_bytes()).any(|at| {
+        let end = at + FORWARD.len();
+        let (before, after) = (bytes[..at].last(), bytes.get(end));
+        if before.is_some_and(|&b| matches!(b, b'"' | b'\''))
+            && after.is_some_and(|&b| matches!(b, b'"' | b'\''))
+        {
+            return true;
+        }
+        if before.is_some_and(|&b| is_word(b)) || after.is_some_and(|&b| is_word(b)) {
+            return false;
+        }
+        let dotted = text[..at].trim_end_matches(blank).ends_with('.');
+        let rest = text[end..].trim_start_matches(blank).as_bytes();
+        dotted
+            && match rest {
+                [b'=', b'=', ..] => false,
+                [b'=', ..] | [b':', ..] => true,
+                _ => false,
+            }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,7 +499,7 @@ mod tests {
     fn forward_replacements_count_in_every_spelling_the_index_matches() {
         let needed = |text: &str| {
             Needles::new([Needle {
-                name: crate::analysis::vocabulary::FORWARD.to_owned(),
+                name: FORWARD.to_owned(),
                 context: Context::Replaced,
             }])
             .scan(text)

@@ -8,8 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Through, Value};
+use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
 use crate::analysis::module_names::import_root;
+use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
 

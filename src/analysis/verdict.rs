@@ -243,10 +243,8 @@ pub fn decide(
                 evidence.push(EvidenceStep {
                     kind: match &step.through {
                         None => "call".to_owned(),
-                        Some(crate::analysis::module_facts::Through::HandedTo(_)) => {
-                            "handed".to_owned()
-                        }
-                        Some(crate::analysis::module_facts::Through::Replayed { .. }) => {
+                        Some(crate::analysis::reached::Through::HandedTo(_)) => "handed".to_owned(),
+                        Some(crate::analysis::reached::Through::Replayed { .. }) => {
                             "replayed".to_owned()
                         }
                     },

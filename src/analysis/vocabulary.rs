@@ -60,8 +60,9 @@ pub struct CompiledVocabulary {
 /// The function the wrap strategy's helper module defines.
 pub const WRAP_HELPER_FUNCTION: &str = "no_compile";
 
-/// The method a forward replacement replaces.
-pub const FORWARD: &str = "forward";
+/// The method a forward replacement replaces (kept with the prefilter,
+/// which searches for it).
+pub use crate::analysis::prefilter::FORWARD;
 
 /// Builtin constructors of containers: what they return holds no hook.
 pub const BUILTIN_CONTAINERS: &[&str] = &[

@@ -151,7 +151,7 @@ pub(crate) fn load_parsed(
     let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
-            || module_facts::may_replace_forward(text))
+            || prefilter::may_replace_forward(text))
         .then(|| {
             std::sync::Arc::new(module_facts::ModuleFacts::build(
                 path,
