@@ -66,12 +66,7 @@ impl ProjectIndex<'_> {
                         line: registration.line,
                     };
                     for (target_module, target) in &targets {
-                        let fact = &target_module.functions[*target];
-                        discovered.names.insert(fact.name.clone());
-                        discovered
-                            .functions
-                            .entry((identity(&target_module.path), fact.line, fact.column))
-                            .or_insert_with(|| why.clone());
+                        discovered.add_function(target_module, *target, &why);
                     }
                     if !targets.is_empty() {
                         discovered.resolved.insert(at);
@@ -200,14 +195,8 @@ impl ProjectIndex<'_> {
                             || module.imports.contains_key(r)
                     });
                     if known {
-                        let targets = self.targets(module, wrapper, call);
-                        for (target_module, target) in targets {
-                            let fact = &target_module.functions[target];
-                            discovered.names.insert(fact.name.clone());
-                            discovered
-                                .functions
-                                .entry((identity(&target_module.path), fact.line, fact.column))
-                                .or_insert_with(|| why.clone());
+                        for (target_module, target) in self.targets(module, wrapper, call) {
+                            discovered.add_function(&target_module, target, &why);
                         }
                         continue;
                     }
@@ -223,15 +212,22 @@ impl ProjectIndex<'_> {
                 }
                 Callee::Name(_) => {
                     for (target_module, target) in self.targets(module, wrapper, call) {
-                        let fact = &target_module.functions[target];
-                        discovered.names.insert(fact.name.clone());
-                        discovered
-                            .functions
-                            .entry((identity(&target_module.path), fact.line, fact.column))
-                            .or_insert_with(|| why.clone());
+                        discovered.add_function(&target_module, target, &why);
                     }
                 }
             }
         }
+    }
+}
+
+impl Discovered {
+    /// Records `module`'s function `function` as found by use, for `why`
+    /// (the first reason found is kept).
+    fn add_function(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
+        let fact = &module.functions[function];
+        self.names.insert(fact.name.clone());
+        self.functions
+            .entry((identity(&module.path), fact.line, fact.column))
+            .or_insert_with(|| why.clone());
     }
 }
