@@ -15,7 +15,7 @@
 ;
 ; Captures:
 ;   @handed.call   the call that hands it over
-;   @handed.to     the callee's name there (`register_hook`)
+;   @handed.to     the callee's name there (`register_hook`), for the predicate
 ;   @handed.callee the callee as written (`t.register_hook`)
 ;   @handed.fn     the function handed over (a bare name)
 (call

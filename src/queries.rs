@@ -166,7 +166,6 @@ pub struct Index {
     /// `queries/handed.scm`: a function handed to a tensor hook, the
     /// autograd engine or an autograd Function, and `Fn.apply(...)`.
     pub handed_call: u32,
-    pub handed_to: u32,
     pub handed_callee: u32,
     pub handed_fn: u32,
     pub applying: u32,
@@ -327,7 +326,6 @@ impl Queries {
                     call_receiver: c("callsite.receiver"),
                     call_method: c("callsite.method"),
                     handed_call: c("handed.call"),
-                    handed_to: c("handed.to"),
                     handed_callee: c("handed.callee"),
                     handed_fn: c("handed.fn"),
                     applying: c("handed.applying"),

@@ -251,7 +251,7 @@ impl ModuleFacts {
                 self_attributes.push((name, value));
             } else if let (Some(call), Some(to), Some(function)) = (
                 capture(captures, q.handed_call),
-                capture(captures, q.handed_callee).or_else(|| capture(captures, q.handed_to)),
+                capture(captures, q.handed_callee),
                 capture(captures, q.handed_fn),
             ) {
                 let to = dotted_name(to, text)
