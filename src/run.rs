@@ -82,7 +82,18 @@ pub fn run(
             .filter(|f| f.new_text.is_some())
             .map(|f| f.path.as_path())
             .collect();
-        let unprotected = vcs::unprotected(&touched);
+        let unprotected = match vcs::unprotected(&touched) {
+            Ok(unprotected) => unprotected,
+            Err(failed) => {
+                let err_style = render::Style::new(settings.color_stderr);
+                writeln!(
+                    stderr,
+                    "{}",
+                    err_style.error(&format!("{failed} \u{2014} nothing was written"))
+                )?;
+                return Ok(exit::ERROR);
+            }
+        };
         if !unprotected.is_empty() {
             writeln!(stderr, "hookfence: {}", vcs::refusal(&unprotected))?;
             return Ok(exit::ERROR);

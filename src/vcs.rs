@@ -4,7 +4,10 @@
 //! tracked, and one git ignores (no `git checkout` restores it). What is
 //! asked about is the file that would be written, which for a symlink is its
 //! target (in whichever work tree holds it). Outside a work tree, or without
-//! git, there is nothing to protect and no check.
+//! git, there is nothing to protect and no check. Any other failure of git (a
+//! corrupt index, a repository git will not read because another user owns
+//! it) is not taken for "clean": it is an error naming the file and git's
+//! message, and nothing is written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +34,30 @@ pub struct Unprotected {
     pub why: Why,
 }
 
-/// The files among `files` git could not give back, sorted by path.
-pub fn unprotected(files: &[&Path]) -> Vec<Unprotected> {
+/// Git failed while asked about a file: the file cannot be known to be safe
+/// to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitFailed {
+    pub path: PathBuf,
+    /// What git printed (its first line), or why it could not be run.
+    pub message: String,
+}
+
+impl std::fmt::Display for GitFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: cannot tell whether git can give this file back: {} \
+             (fix the repository, or pass --allow-dirty to write without the check)",
+            self.path.display(),
+            self.message
+        )
+    }
+}
+
+/// The files among `files` git could not give back, sorted by path; or the
+/// first file git failed on.
+pub fn unprotected(files: &[&Path]) -> Result<Vec<Unprotected>, GitFailed> {
     // Group by work tree: one `git` per file, one `rev-parse` per directory.
     let mut by_repo: BTreeMap<PathBuf, Vec<(&Path, PathBuf)>> = BTreeMap::new();
     let mut roots: BTreeMap<PathBuf, Option<PathBuf>> = BTreeMap::new();
@@ -42,10 +67,17 @@ pub fn unprotected(files: &[&Path]) -> Vec<Unprotected> {
             continue;
         };
         let dir = real.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let root = roots
-            .entry(dir)
-            .or_insert_with_key(|dir| work_tree(dir))
-            .clone();
+        let root = match roots.get(&dir) {
+            Some(root) => root.clone(),
+            None => {
+                let root = work_tree(&dir).map_err(|message| GitFailed {
+                    path: file.to_path_buf(),
+                    message,
+                })?;
+                roots.insert(dir, root.clone());
+                root
+            }
+        };
         if let Some(root) = root {
             by_repo.entry(root).or_default().push((file, real));
         }
@@ -53,7 +85,7 @@ pub fn unprotected(files: &[&Path]) -> Vec<Unprotected> {
     let mut found = Vec::new();
     for (root, files) in by_repo {
         for (file, real) in files {
-            let output = Command::new("git")
+            let output = git()
                 .arg("-C")
                 .arg(&root)
                 .args([
@@ -65,8 +97,15 @@ pub fn unprotected(files: &[&Path]) -> Vec<Unprotected> {
                 ])
                 .arg(&real)
                 .output();
-            let Ok(output) = output else { continue };
-            if !output.status.success() || output.stdout.is_empty() {
+            let failed = |message| GitFailed {
+                path: file.to_path_buf(),
+                message,
+            };
+            let output = output.map_err(|e| failed(format!("cannot run git: {e}")))?;
+            if !output.status.success() {
+                return Err(failed(first_line(&output.stderr)));
+            }
+            if output.stdout.is_empty() {
                 continue;
             }
             let why = match output.stdout.get(..2) {
@@ -86,7 +125,7 @@ pub fn unprotected(files: &[&Path]) -> Vec<Unprotected> {
         }
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
-    found
+    Ok(found)
 }
 
 /// The message `--apply` refuses with: each file, what git says of it, and
@@ -122,18 +161,54 @@ pub fn refusal(files: &[Unprotected]) -> String {
     )
 }
 
-fn work_tree(dir: &Path) -> Option<PathBuf> {
-    let output = Command::new("git")
+/// Git with its messages in English, whatever the user's locale, so that
+/// "not a repository" can be told from a failure.
+fn git() -> Command {
+    let mut command = Command::new("git");
+    command.env("LC_ALL", "C").env("LANGUAGE", "C");
+    command
+}
+
+/// The work tree that holds `dir`: `Ok(None)` when git is not installed or
+/// `dir` is in no work tree (outside any repository, or in a bare one);
+/// `Err` with git's message for any other failure.
+fn work_tree(dir: &Path) -> Result<Option<PathBuf>, String> {
+    let output = match git()
         .arg("-C")
         .arg(dir)
         .args(["rev-parse", "--show-toplevel"])
         .output()
-        .ok()?;
+    {
+        Ok(output) => output,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot run git: {e}")),
+    };
     if !output.status.success() {
-        return None;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if outside_work_tree(&stderr) {
+            return Ok(None);
+        }
+        return Err(first_line(&output.stderr));
     }
-    let root = String::from_utf8(output.stdout).ok()?;
-    Some(PathBuf::from(root.trim_end_matches(['\n', '\r'])))
+    let root = String::from_utf8(output.stdout)
+        .map_err(|_| "git printed a work tree path that is not UTF-8".to_string())?;
+    Ok(Some(PathBuf::from(root.trim_end_matches(['\n', '\r']))))
+}
+
+/// Whether git's message says there is no work tree here (and so nothing to
+/// protect), as opposed to a repository it could not read.
+fn outside_work_tree(stderr: &str) -> bool {
+    stderr.contains("not a git repository") || stderr.contains("must be run in a work tree")
+}
+
+fn first_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("git failed without a message");
+    line.to_string()
 }
 
 #[cfg(test)]

@@ -45,8 +45,13 @@ pub fn write_atomic(path: &Path, expected: &[u8], contents: &[u8]) -> Result<(),
     // From here on, an early return drops `temp`, which removes the file.
     fault::write_all(path, temp.as_file_mut(), contents).map_err(err)?;
     temp.as_file().sync_all().map_err(err)?;
-    fs::set_permissions(temp.path(), metadata.permissions()).map_err(err)?;
+    // Owner first: a change of owner clears the setuid and setgid bits, so
+    // the mode is set after it, bits and all.
     keep_owner(temp.as_file(), &metadata).map_err(err)?;
+    temp.as_file()
+        .set_permissions(metadata.permissions())
+        .map_err(err)?;
+    keep_mode(temp.as_file(), &metadata).map_err(err)?;
 
     crate::interrupt::test_pause("HOOKFENCE_TEST_PAUSE_BEFORE_RENAME");
     // Last look before the rename: is the original still what was read?
@@ -82,6 +87,27 @@ fn keep_owner(file: &fs::File, original: &fs::Metadata) -> std::io::Result<()> {
             ),
         )
     })
+}
+
+/// Checks the new file's mode is the original's, every bit (setuid, setgid
+/// and sticky included): a kernel or filesystem that will not set one gets
+/// an error, and the original stays.
+#[cfg(unix)]
+fn keep_mode(file: &fs::File, original: &fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let want = original.permissions().mode() & 0o7777;
+    let now = file.metadata()?.permissions().mode() & 0o7777;
+    if now == want {
+        return Ok(());
+    }
+    Err(std::io::Error::other(format!(
+        "cannot give the new file the original's mode {want:o} (it got {now:o})"
+    )))
+}
+
+#[cfg(not(unix))]
+fn keep_mode(_file: &fs::File, _original: &fs::Metadata) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(not(unix))]
@@ -220,21 +246,27 @@ pub fn create_new(path: &Path, contents: &[u8]) -> Result<(), FileError> {
     Ok(())
 }
 
-/// Writes a file hookfence owns (the `--decisions` record), atomically,
-/// replacing whatever is at `path` (the generated pytest goes through
-/// [`crate::guard::check_target`] and never replaces a file it did not
-/// write). A signal waits for
-/// it to finish (see [`crate::interrupt::critical`]).
-pub fn replace(path: &Path, contents: &[u8]) -> Result<(), FileError> {
-    crate::interrupt::critical(|| {
-        let temp = new_file_temp(path, contents)?;
-        temp.persist(path).map_err(|e| FileError::Write {
+/// Replaces a file hookfence wrote before (the `--decisions` record),
+/// atomically, only while `path` is still a regular file (not a link)
+/// holding `expected`: anything else found there at the last look is left as
+/// it is ([`FileError::ChangedOnDisk`]). The link itself, never its target,
+/// would be what the rename replaces.
+pub fn replace_unchanged(path: &Path, expected: &[u8], contents: &[u8]) -> Result<(), FileError> {
+    let err = |source| FileError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let temp = new_file_temp(path, contents)?;
+    let still = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+        && fs::read(path).is_ok_and(|now| now == expected);
+    if !still {
+        return Err(FileError::ChangedOnDisk {
             path: path.to_path_buf(),
-            source: e.error,
-        })?;
-        sync_parent(path);
-        Ok(())
-    })
+        });
+    }
+    temp.persist(path).map_err(|e| err(e.error))?;
+    sync_parent(path);
+    Ok(())
 }
 
 /// Fault injection for tests (debug builds only; see the module docs).

@@ -484,6 +484,113 @@ fn owner_and_group_are_kept() {
     assert_no_temp_files(p.root());
 }
 
+#[test]
+fn setuid_setgid_and_sticky_bits_are_kept_with_the_owner() {
+    // Root rewriting another user's file: the owner change clears setuid and
+    // setgid, so the mode must be set after it, every bit kept.
+    use std::os::unix::fs::PermissionsExt;
+    for mode in [0o6755, 0o2775, 0o4750, 0o1644] {
+        let p = Project::new(&[("hooks.py", HOOK.as_bytes())]);
+        let path = p.path("hooks.py");
+        if let Err(err) = std::os::unix::fs::chown(&path, Some(4242), Some(4343)) {
+            skip("setuid_setgid", &format!("cannot chown (not root?): {err}"));
+            return;
+        }
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+        p.run(&["--apply", "hooks.py"]).expect_code(0);
+        assert_eq!(p.read_str("hooks.py"), HOOK_FENCED);
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (4242, 4343), "{mode:o}");
+        assert_eq!(meta.permissions().mode() & 0o7777, mode, "{mode:o}");
+        assert_no_temp_files(p.root());
+    }
+}
+
+/// A git work tree holding `hooks.py` (committed) and `dirty.py` (committed,
+/// then edited), for the dirty-tree guard.
+fn committed_tree() -> Project {
+    let p = Project::new(&[("hooks.py", HOOK.as_bytes()), ("dirty.py", b"x = 1\n")]);
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .current_dir(p.root())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["-c", "init.defaultBranch=main", "init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "init"]);
+    p.write("dirty.py", HOOK);
+    p
+}
+
+#[test]
+fn a_git_that_fails_is_a_refusal_not_a_clean_tree() {
+    // git failing on the work tree (here: a truncated index) must not read as
+    // "clean": exit 2 naming the file and git's message, nothing written.
+    let p = committed_tree();
+    let index = p.path(".git/index");
+    let bytes = fs::read(&index).unwrap();
+    fs::write(&index, &bytes[..20]).unwrap();
+    let before = p.contents();
+    let run = p.run_env(&["--apply", "."], &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("dirty.py") || run.stderr.contains("hooks.py"),
+        "{run}"
+    );
+    assert!(
+        run.stderr.contains("index file smaller than expected"),
+        "{run}"
+    );
+    assert!(run.stderr.contains("nothing was written"), "{run}");
+    assert_eq!(p.contents(), before);
+    // --allow-dirty is the user's way past the check.
+    p.run_env(
+        &["-q", "--apply", "--allow-dirty", "."],
+        &[("GIT_CONFIG_GLOBAL", "/dev/null")],
+    )
+    .expect_code(0);
+    assert_eq!(p.read_str("dirty.py"), HOOK_FENCED);
+}
+
+#[test]
+fn a_repository_git_will_not_read_is_a_refusal() {
+    // Root on another user's checkout: git refuses ("dubious ownership");
+    // that is no licence to write into a file with uncommitted edits.
+    let p = committed_tree();
+    let chown = Command::new("chown")
+        .args(["-R", "4242:4343"])
+        .arg(p.root())
+        .status();
+    if !matches!(chown, Ok(s) if s.success()) || !nix_is_root() {
+        skip(
+            "dubious_ownership",
+            "not root: cannot make another user's checkout",
+        );
+        return;
+    }
+    let before = p.contents();
+    let run = p.run_env(&["--apply", "."], &[("GIT_CONFIG_GLOBAL", "/dev/null")]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("dubious ownership"), "{run}");
+    assert!(run.stderr.contains("nothing was written"), "{run}");
+    assert_eq!(p.contents(), before);
+}
+
+/// Whether this process is root (files it makes are owned by uid 0).
+fn nix_is_root() -> bool {
+    let probe = std::env::temp_dir().join(format!("hookfence-uid-{}", std::process::id()));
+    let _ = fs::write(&probe, b"");
+    let root = fs::metadata(&probe).is_ok_and(|m| m.uid() == 0);
+    let _ = fs::remove_file(&probe);
+    root
+}
+
 // ---------------------------------------------------------------------------
 // 2. The file changes between read and write
 // ---------------------------------------------------------------------------

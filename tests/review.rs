@@ -455,6 +455,57 @@ fn decisions_replace_a_decisions_file_saved_before() {
 }
 
 #[test]
+fn decisions_never_replace_what_appears_at_the_path_while_the_user_answers() {
+    // The no-clobber rule is asked again when the answers are written: a
+    // file, or a symlink to one, that appears at a path that was free, and a
+    // saved decisions file edited meanwhile, are all left as they are (exit
+    // 2, naming the path), and no source file is written.
+    let notes = "{\"todo\": [\"keep me\"]}\n";
+    let saved = "{\"version\": 1, \"decisions\": []}\n";
+    for case in ["file", "symlink", "edited"] {
+        let project = project();
+        project.write("notes.json", notes.as_bytes());
+        if case == "edited" {
+            project.write("d.json", saved.as_bytes());
+        }
+        let mut session = project.spawn_pty(&["--interactive", "--decisions", "d.json", "."]);
+        expect_fence(&mut session, PRE);
+        match case {
+            "file" => project.write("d.json", notes.as_bytes()),
+            "symlink" => std::os::unix::fs::symlink("notes.json", project.path("d.json")).unwrap(),
+            _ => project.write(
+                "d.json",
+                b"{\"version\": 1, \"decisions\": [], \"mine\": 1}\n",
+            ),
+        }
+        let before = project.contents();
+        session.send_line("y").unwrap();
+        expect_fence(&mut session, POST);
+        session.send_line("q").unwrap();
+        let rest = session.exp_eof().unwrap();
+        assert!(
+            rest.contains("d.json") && rest.contains("changed while the questions were answered"),
+            "{case}: {rest}"
+        );
+        match session.process().wait().unwrap() {
+            WaitStatus::Exited(_, code) => assert_eq!(code, 2, "{case}: {rest}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(project.contents(), before, "{case}: a file changed");
+        assert_eq!(project.read_str("notes.json"), notes, "{case}");
+        if case == "symlink" {
+            assert!(
+                std::fs::symlink_metadata(project.path("d.json"))
+                    .unwrap()
+                    .file_type()
+                    .is_symlink(),
+                "the link was replaced"
+            );
+        }
+    }
+}
+
+#[test]
 fn interactive_without_a_terminal_is_refused() {
     let project = project();
     let before = project.contents();

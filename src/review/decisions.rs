@@ -4,7 +4,7 @@
 //! qualname), with where such a file may be written.
 
 use std::io::{self};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -231,12 +231,27 @@ pub fn replay(
 /// answers, and `--replay /dev/zero` stops at once.
 pub const MAX_DECISIONS_BYTES: u64 = 64 * crate::source::MIB;
 
+/// Where `--decisions PATH` will save the answers, as found when it was
+/// checked: the same rule is asked again at the moment of writing
+/// ([`save_decisions`]), so nothing that appears there meanwhile is replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaveAt {
+    /// Nothing was there: only a new file is made.
+    New(PathBuf),
+    /// A decisions file saved before, with the bytes it held: replaced only
+    /// while it is still that regular file with those bytes.
+    Saved { path: PathBuf, bytes: Vec<u8> },
+}
+
 /// Whether `--decisions PATH` may write `path`: nothing is there, or a
 /// decisions file (of any version) saved before. Anything else (a source
-/// file, a directory, the user's notes) is refused, never overwritten.
-pub fn may_save_decisions_at(path: &Path) -> Result<(), String> {
+/// file, a directory, a symlink, the user's notes) is refused, never
+/// overwritten.
+pub fn may_save_decisions_at(path: &Path) -> Result<SaveAt, String> {
     let metadata = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(SaveAt::New(path.to_path_buf()));
+        }
         Err(e) => {
             return Err(format!(
                 "{}: cannot save the decisions there: {e}",
@@ -254,21 +269,54 @@ pub fn may_save_decisions_at(path: &Path) -> Result<(), String> {
     if !metadata.is_file() {
         return refuse("exists and is not a regular file");
     }
-    let saved = crate::source::read_file_limited(path, MAX_DECISIONS_BYTES, "a decisions file")
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+    let bytes =
+        crate::source::read_file_limited(path, MAX_DECISIONS_BYTES, "a decisions file").ok();
+    let saved = bytes
+        .as_ref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
         .is_some_and(|value| {
             value.get("version").is_some_and(serde_json::Value::is_u64)
                 && value
                     .get("decisions")
                     .is_some_and(serde_json::Value::is_array)
         });
-    if saved {
-        Ok(())
-    } else {
-        refuse("exists and is not a hookfence decisions file")
+    match bytes {
+        Some(bytes) if saved => Ok(SaveAt::Saved {
+            path: path.to_path_buf(),
+            bytes,
+        }),
+        _ => refuse("exists and is not a hookfence decisions file"),
     }
+}
+
+/// Saves the answers where [`may_save_decisions_at`] allowed, asking its rule
+/// again now: a file or link that appeared at a path that was free, or a
+/// saved file replaced or edited meanwhile, is left as it is (an error).
+pub fn save_decisions(at: &SaveAt, text: &str) -> Result<(), String> {
+    let path = match at {
+        SaveAt::New(path) | SaveAt::Saved { path, .. } => path,
+    };
+    let changed = || {
+        format!(
+            "{}: changed while the questions were answered; --decisions writes only a new file or a decisions file saved before, so it was left as it is",
+            path.display()
+        )
+    };
+    let now = may_save_decisions_at(path).map_err(|_| changed())?;
+    if now != *at {
+        return Err(changed());
+    }
+    crate::interrupt::critical(|| match at {
+        SaveAt::New(path) => crate::write::create_new(path, text.as_bytes()),
+        SaveAt::Saved { path, bytes } => {
+            crate::write::replace_unchanged(path, bytes, text.as_bytes())
+        }
+    })
+    .map_err(|e| match e {
+        crate::error::FileError::ChangedOnDisk { .. } => changed(),
+        e => format!("cannot save the decisions: {e}"),
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::render::Style;
 use crate::results::{Analysis, FileReport};
 use crate::review::decisions::{
     Answer, Decisions, MAX_DECISIONS_BYTES, Planned, Verdict, may_save_decisions_at, planned,
-    record, replay,
+    record, replay, save_decisions,
 };
 use crate::source::{indentation_at, line_ending_at};
 
@@ -268,9 +268,10 @@ pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Res
         Review::Interactive { decisions } => {
             // The answers go only into a new file or one saved before:
             // refused before any question, so no answer is given in vain.
-            if let Some(path) = decisions {
-                may_save_decisions_at(path)?;
-            }
+            let save_at = match decisions {
+                Some(path) => Some(may_save_decisions_at(path)?),
+                None => None,
+            };
             // Where the answers go must exist before they are given.
             if let Some(dir) = decisions
                 .as_deref()
@@ -285,10 +286,9 @@ pub fn review(analysis: &mut Analysis, how: &Review, settings: &Settings) -> Res
             let mut out = io::stderr().lock();
             let verdicts = session(analysis, &planned, &mut input, &mut out, &style)
                 .map_err(|e| format!("cannot talk to the terminal: {e}"))?;
-            if let Some(path) = decisions {
+            if let Some(at) = &save_at {
                 let text = record(analysis, &planned, &verdicts).to_json();
-                crate::write::replace(path, text.as_bytes())
-                    .map_err(|e| format!("cannot save the decisions: {e}"))?;
+                save_decisions(at, &text)?;
             }
             verdicts
         }
