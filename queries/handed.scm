@@ -64,19 +64,33 @@
 ;   @replay.var    the loop variable (`hook`, or the second of `_, hook`)
 ;   @replay.table  the table as written (`sub._forward_pre_hooks`)
 ;   @replay.name   its attribute (`_forward_pre_hooks`)
+;   @replay.copy   `list` / `tuple` around the view, where the loop runs over a copy
 (for_statement
   left: [
     (identifier) @replay.var
     (pattern_list (_) . (identifier) @replay.var .)
   ]
-  right: (call
-    function: (attribute
-      object: (attribute attribute: (identifier) @replay.name) @replay.table
-      attribute: (identifier) @replay.view))
+  right: [
+    (call
+      function: (attribute
+        object: (attribute attribute: (identifier) @replay.name) @replay.table
+        attribute: (identifier) @replay.view))
+    ; `list(sub._forward_pre_hooks.items())`: a copy taken before the hooks run
+    (call
+      function: (identifier) @replay.copy
+      arguments: (argument_list
+        .
+        (call
+          function: (attribute
+            object: (attribute attribute: (identifier) @replay.name) @replay.table
+            attribute: (identifier) @replay.view))
+        .))
+  ]
   (#any-of? @replay.name
     "_forward_pre_hooks" "_forward_hooks"
     "_forward_pre_hooks_with_kwargs" "_forward_hooks_with_kwargs")
-  (#any-of? @replay.view "values" "items")) @replay.loop
+  (#any-of? @replay.view "values" "items")
+  (#any-of? @replay.copy "list" "tuple" "reversed" "sorted")) @replay.loop
 
 ; An attribute set to a bare name (`module.post_bwd_fn = PostBackwardFn`,
 ; `ctx.post_backward_function = _run_after_backward`): a call through that

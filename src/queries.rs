@@ -132,12 +132,6 @@ impl Registrations {
     }
 }
 
-pub struct OffloadEvidence {
-    pub compiled: Compiled,
-    /// `@evidence.call`: the call a sign stands in.
-    pub call: u32,
-}
-
 /// `index.scm` and `calls.scm` as one walk, for the project index.
 pub struct Index {
     pub combined: Combined,
@@ -197,6 +191,7 @@ pub struct Imports {
     pub module: u32,
     pub name: u32,
     pub alias: u32,
+    pub star: u32,
 }
 
 /// Captures of `fences.scm`, as numbered in [`Queries::resolve`].
@@ -231,7 +226,6 @@ pub struct Fullgraph {
 /// in [`crate::analysis::vocabulary::Vocabulary`]).
 pub struct Queries {
     pub functions: Functions,
-    pub offload_evidence: OffloadEvidence,
     pub calls: Calls,
     pub index: Index,
     pub imports: Imports,
@@ -282,6 +276,7 @@ impl Queries {
                 module: c("import.module"),
                 name: c("import.name"),
                 alias: c("import.alias"),
+                star: c("import.star"),
             },
             fences: Fences {
                 call_function: c("call.function"),
@@ -291,13 +286,6 @@ impl Queries {
                 patch_fence: c("patch.fence"),
                 patch_target: c("patch.target"),
                 optout_comment: c("optout.comment"),
-            },
-            offload_evidence: {
-                let compiled = load!("offload_evidence");
-                OffloadEvidence {
-                    call: compiled.capture("evidence.call"),
-                    compiled,
-                }
             },
             index: {
                 let combined = Combined::new(&[scm!("index"), scm!("calls"), scm!("handed")]);
@@ -506,23 +494,6 @@ mod tests {
         );
         assert_eq!(count(&registrations, "m.register_backward_hook(f)\n"), 0);
         assert_eq!(count(&registrations, "'m.register_forward_hook(f)'\n"), 0);
-
-        let evidence = &q.offload_evidence.compiled;
-        assert_eq!(count(evidence, "m.to('cuda')\n"), 1);
-        assert_eq!(count(evidence, "send_to_device(x, d)\n"), 1);
-        assert_eq!(count(evidence, "s.synchronize()\n"), 1);
-        assert_eq!(count(evidence, "self.group.onload_()\n"), 1);
-        assert_eq!(count(evidence, "f(x, non_blocking=True)\n"), 1);
-        assert_eq!(count(evidence, "p.data = w\n"), 1);
-        assert_eq!(count(evidence, "h.pre_forward(m)\n"), 1);
-        assert_eq!(
-            count(
-                evidence,
-                "x = a + b\ny = _synchronize_decision(x)\nz = t.item()\n"
-            ),
-            0
-        );
-        assert_eq!(count(evidence, "download(x)\nreload(y)\n"), 0);
 
         assert_eq!(
             count(&imports, "import torch as th\nfrom a.b import c, d as e\n"),

@@ -241,6 +241,28 @@ pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
     names
 }
 
+/// For each name [`parameter_names`] gives, whether it has a default value
+/// (`target=next_layer`): bound where the function is defined, never passed
+/// by the code that calls a hook.
+pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut defaults = Vec::new();
+    let mut cursor = parameters.walk();
+    for parameter in parameters.named_children(&mut cursor) {
+        match parameter.kind() {
+            "identifier"
+            | "typed_parameter"
+            | "list_splat_pattern"
+            | "dictionary_splat_pattern" => defaults.push(false),
+            "default_parameter" | "typed_default_parameter" => defaults.push(true),
+            _ => {}
+        }
+    }
+    defaults
+}
+
 /// A dotted name spelled across blanks or lines (`a . b`), written solid.
 pub fn strip_space(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()

@@ -311,7 +311,7 @@ fn assert_no_temp_files(project: &Project) {
 /// An accelerate-style hook with two offload entry points.
 const ALIGN: &str = r#"import torch
 from accelerate.hooks import ModelHook
-from accelerate.utils import send_to_device
+from accelerate.utils import send_to_device, set_module_tensor_to_device
 
 
 class AlignDevicesHook(ModelHook):
@@ -319,6 +319,7 @@ class AlignDevicesHook(ModelHook):
         self.execution_device = execution_device
 
     def pre_forward(self, module, *args, **kwargs):
+        set_module_tensor_to_device(module, "weight", self.execution_device)
         return send_to_device(args, self.execution_device), kwargs
 
     def post_forward(self, module, output):
@@ -714,7 +715,7 @@ fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
         );
         assert!(
             run.stderr.contains(
-                "swap.py:4:1: skipped evict: backward hook that moves module state via .to(...) (registered with register_full_backward_hook at swap.py:9); backward hooks are not fenced"
+                "swap.py:4:1: skipped evict: backward hook that moves `module` via .to(...) (registered with register_full_backward_hook at swap.py:9); backward hooks are not fenced"
             ),
             "{args:?}\n{run}"
         );
@@ -723,7 +724,7 @@ fn backward_offload_hooks_are_listed_not_fenced_and_check_passes() {
     let list = p.run(&["--list"]);
     list.expect_code(0);
     assert!(
-        list.stdout_str().contains("swap.py:4:1  backward  evict  moves module state via .to(...); backward hooks are not fenced"),
+        list.stdout_str().contains("swap.py:4:1  backward  evict  moves `module` via .to(...); backward hooks are not fenced"),
         "{list}"
     );
     let run = p.run(&["--format", "json", "."]);
@@ -2096,7 +2097,7 @@ fn list_prints_every_site_with_status_qualname_and_reason() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{run}");
     let expect = [
-        ("hooks.py:6:5  unfenced  CpuOffload.pre_forward  moves module state via .to(...); subclass of ModelHook"),
+        ("hooks.py:6:5  unfenced  CpuOffload.pre_forward  moves `module` via .to(...); subclass of ModelHook"),
         ("hooks.py:11:5  fenced  CpuOffload.post_forward  fenced by @torch.compiler.disable()"),
         ("hooks.py:17:5  not-offload  CacheHook.pre_forward  "),
         ("hooks.py:23:5  suppressed  Traced.pre_forward  hookfence: ignore on line 22 (custom op stays in the graph)"),
@@ -3013,7 +3014,8 @@ fn explain_names_how_a_site_was_found_its_evidence_chain_and_the_decision() {
         "pkg/hooks.py:6:1  _pre",
         "registration: registered at pkg/hooks.py:15 (pkg/hooks.py:15)",
         "call: swap_in (pkg/moves.py:1)",
-        "data: assigns to .data (pkg/moves.py:3)",
+        // The data-flow step: what `p` is.
+        "move: moves `p` and stores it in `p.data` (`p` comes from `module.parameters()` at line 2) (pkg/moves.py:3)",
         "decision: unfenced offload hook",
     ] {
         assert!(
@@ -3025,7 +3027,12 @@ fn explain_names_how_a_site_was_found_its_evidence_chain_and_the_decision() {
     let run = p.run(&["--explain", "_post", "pkg"]);
     run.expect_code(0);
     let text = run.stdout_str();
-    assert!(text.contains("is cast to a dtype"), "{text}");
+    assert!(
+        text.contains(
+            "`output` is a value the hook is handed, an activation: casting it to a dtype"
+        ),
+        "{text}"
+    );
     assert!(text.contains("decision: not-offload"), "{text}");
     // No site there: exit 2, saying so.
     let run = p.run(&["--explain", "pkg/moves.py:1"]);
@@ -3047,7 +3054,7 @@ fn json_sites_carry_the_evidence_chain_and_how_they_were_found() {
     assert_eq!(site["evidence"][0]["kind"], "call");
     assert_eq!(site["evidence"][0]["detail"], "swap_in");
     assert_eq!(site["evidence"][0]["path"], "pkg/moves.py");
-    assert_eq!(site["evidence"][1]["kind"], "data");
+    assert_eq!(site["evidence"][1]["kind"], "move");
     assert_eq!(site["evidence"][1]["line"], 3);
     assert_eq!(site["discovered_by"][0]["how"], "registration");
     assert_eq!(site["discovered_by"][0]["line"], 15);
@@ -3058,7 +3065,12 @@ fn json_sites_carry_the_evidence_chain_and_how_they_were_found() {
         .find(|s| s["qualname"] == "_post")
         .unwrap();
     assert_eq!(post["status"], "not-offload");
-    assert!(post["discounted"][0].as_str().unwrap().contains("dtype"));
+    assert!(
+        post["discounted"][0]
+            .as_str()
+            .unwrap()
+            .contains("casting it to a dtype")
+    );
 }
 
 /// Hooks reached through other objects (issue 17): the JSON evidence names

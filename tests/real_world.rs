@@ -265,7 +265,6 @@ fn diffusers_offload_hooks_are_fenced_and_cache_guidance_parallel_hooks_are_not(
     let expected: BTreeSet<String> = [
         "hooks/group_offloading.py:GroupOffloadingHook.pre_forward",
         "hooks/group_offloading.py:GroupOffloadingHook.post_forward",
-        "hooks/group_offloading.py:LazyPrefetchGroupOffloadingHook.post_forward",
         "hooks/layerwise_casting.py:LayerwiseCastingHook.pre_forward",
         "hooks/layerwise_casting.py:LayerwiseCastingHook.post_forward",
         "modular_pipelines/components_manager.py:CustomOffloadHook.pre_forward",
@@ -285,6 +284,9 @@ fn diffusers_offload_hooks_are_fenced_and_cache_guidance_parallel_hooks_are_not(
         "ContextParallelGatherHook.post_forward: not offload",
         "SmoothedEnergyGuidanceHook.post_forward: not offload",
         "SeaCacheRootHook.pre_forward: not offload",
+        // It removes tracker hooks and sets up the prefetch order of the
+        // groups; the transfers happen in the groups' own hooks.
+        "LazyPrefetchGroupOffloadingHook.post_forward: not offload",
     ] {
         assert!(
             stderr.contains(left_alone),
@@ -365,10 +367,12 @@ fn deepspeed_zero3_hooks_are_offload_through_their_calls_and_timing_hooks_are_no
             "DeepSpeedZeRoOffload.pre_sub_module_forward_function",
             "fetch_sub_module",
         ),
+        // Its shortest chain: the external parameters it all-gathers
+        // itself (`actual_external_param.all_gather()`), before the release.
         (
             "DeepSpeedZeRoOffload._register_deepspeed_module.<locals>._post_forward_module_hook",
-            "DeepSpeedZeRoOffload.post_sub_module_forward_function",
-            "release_sub_module",
+            "Init._convert_to_deepspeed_param.<locals>.all_gather",
+            "Init._allgather_param",
         ),
     ] {
         let line = line_of(hook);
@@ -423,8 +427,11 @@ fn deepspeed_zero3_hooks_are_offload_through_their_calls_and_timing_hooks_are_no
         text.contains("call: DeepSpeedZeRoOffload.pre_sub_module_forward_function"),
         "{text}"
     );
+    // The parameter fetch DeepSpeed fenced itself, and the wait on the
+    // all-gather handles inside it.
     assert!(
-        text.contains("params: gathers, fetches or releases parameters via fetch_sub_module"),
+        text.contains("call: PartitionedParameterCoordinator.fetch_sub_module (fenced)"),
         "{text}"
     );
+    assert!(text.contains("wait: waits on"), "{text}");
 }

@@ -98,12 +98,12 @@ const B_PY: &str = r#"import torch
 
 
 def _to_cuda(module, args):
-    return tuple(a.to("cuda") for a in args)
+    module.to("cuda")
 
 
 def attach(model):
     model.register_forward_pre_hook(_to_cuda)
-    model.register_forward_hook(lambda m, a, out: out.to("cpu"))
+    model.register_forward_hook(lambda m, a, out: m.to("cpu"))
 "#;
 
 const PRE: &str = "pkg/a.py:6:5  CpuOffload.pre_forward  (";
@@ -166,7 +166,7 @@ fn interactive_fences_skips_suppresses_and_quits() {
 
     let shown = expect_fence(&mut session, LAMBDA);
     assert!(
-        shown.contains("torch.compiler.disable(lambda m, a, out: out.to(\"cpu\"))"),
+        shown.contains("torch.compiler.disable(lambda m, a, out: m.to(\"cpu\"))"),
         "{shown}"
     );
     session.send_line("q").unwrap();
@@ -276,8 +276,8 @@ fn interactive_all_fences_the_rest_and_replay_reproduces_it() {
         project.read_str("pkg/b.py"),
         B_PY.replace("def _to_cuda", "@torch.compiler.disable()\ndef _to_cuda")
             .replace(
-                "register_forward_hook(lambda m, a, out: out.to(\"cpu\"))",
-                "register_forward_hook(torch.compiler.disable(lambda m, a, out: out.to(\"cpu\")))"
+                "register_forward_hook(lambda m, a, out: m.to(\"cpu\"))",
+                "register_forward_hook(torch.compiler.disable(lambda m, a, out: m.to(\"cpu\")))"
             )
     );
     assert_eq!(
@@ -710,7 +710,7 @@ fn replayed_suppressions_stand_where_cpython_reads_a_comment() {
     // The lambda's line starts inside a multi-line f-string; the method
     // follows a backslash-only line. Each comment goes above the logical
     // line, so no string changes and no line is cut short.
-    let text = "import torch\nfrom accelerate.hooks import ModelHook\n\n\nclass Offload(ModelHook):\n    \\\n    def pre_forward(self, module):\n        module.to(\"cuda\")\n\n\ndef attach(model):\n    note = f\"\"\"\n{model}\n\"\"\"; model.register_forward_hook(lambda m, a, out: out.to(\"cpu\"))\n";
+    let text = "import torch\nfrom accelerate.hooks import ModelHook\n\n\nclass Offload(ModelHook):\n    \\\n    def pre_forward(self, module):\n        module.to(\"cuda\")\n\n\ndef attach(model):\n    note = f\"\"\"\n{model}\n\"\"\"; model.register_forward_hook(lambda m, a, out: m.to(\"cpu\"))\n";
     let project = Project::new(&[("pkg/c.py", text.as_bytes())]);
     project.write(
         "d.json",

@@ -47,6 +47,8 @@ pub struct Bindings {
     pub(super) module_level_at: HashMap<String, usize>,
     /// Whether any `from .x import y` appears.
     pub(super) relative: bool,
+    /// The modules of `from a.b import *` (relative ones as written).
+    pub(crate) star: Vec<String>,
 }
 
 impl Bindings {
@@ -60,6 +62,12 @@ impl Bindings {
                 continue;
             };
             let module = strip_space(text_of(module, text));
+            if capture(captures, q.star).is_some() {
+                if !bindings.star.contains(&module) {
+                    bindings.star.push(module);
+                }
+                continue;
+            }
             let name = capture(captures, q.name).map(|n| strip_space(text_of(n, text)));
             let alias = capture(captures, q.alias).map(|n| text_of(n, text).to_owned());
             let (bound, path) = match (name, alias) {

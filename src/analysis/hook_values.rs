@@ -2,7 +2,7 @@
 //! names (with Python's scoping), assignments, `functools.partial`, methods
 //! and lambdas to the definitions it can be.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
@@ -301,4 +301,78 @@ pub(super) fn find_method<'t>(
         }
     }
     None
+}
+
+/// A value installed as a module's forward, or returned by a factory, as far
+/// as the index follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A bare name.
+    Name(String),
+    /// `self.m`, `Cls.m`, `obj.m`.
+    Attribute(String),
+    /// A lambda (its index in [`ModuleFacts::functions`]).
+    Function(usize),
+    /// The value a call returns (`make_wrapper(m)`).
+    Returned(String),
+    /// Anything else, as written.
+    Other(String),
+}
+
+/// What an installed or returned value is, as far as one file tells:
+/// wrappers that keep the function (`functools.partial`, `types.MethodType`,
+/// `functools.update_wrapper`, `f.__get__(m)`) are seen through.
+pub(crate) fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, usize>) -> Value {
+    match node.kind() {
+        "identifier" => Value::Name(text_of(node, text).to_owned()),
+        "attribute" => match dotted_name(node, text) {
+            Some(dotted) => Value::Attribute(dotted),
+            None => Value::Other(crate::syntax::short(text_of(node, text))),
+        },
+        "lambda" => match functions.get(&node.start_byte()) {
+            Some(&i) => Value::Function(i),
+            None => Value::Other("lambda".to_owned()),
+        },
+        "parenthesized_expression" => match node.named_child(0) {
+            Some(inner) => value_of(inner, text, functions),
+            None => Value::Other(String::new()),
+        },
+        "call" => {
+            let function = node.child_by_field_name("function");
+            let first = node
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0));
+            let callee = function.and_then(|f| dotted_name(f, text));
+            let last = callee.as_deref().map(|c| c.rsplit('.').next().unwrap_or(c));
+            if let Some(last) = last
+                && matches!(
+                    last,
+                    "partial" | "MethodType" | "update_wrapper" | "partialmethod"
+                )
+                && let Some(first) = first
+            {
+                return value_of(first, text, functions);
+            }
+            if last == Some("__get__")
+                && let Some(object) = function.and_then(|f| f.child_by_field_name("object"))
+            {
+                return value_of(object, text, functions);
+            }
+            // `functools.wraps(f)(wrapper)`
+            if let Some(f) = function
+                && f.kind() == "call"
+                && f.child_by_field_name("function")
+                    .and_then(|g| dotted_name(g, text))
+                    .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
+                && let Some(first) = first
+            {
+                return value_of(first, text, functions);
+            }
+            match callee {
+                Some(callee) => Value::Returned(callee),
+                None => Value::Other(crate::syntax::short(text_of(node, text))),
+            }
+        }
+        _ => Value::Other(crate::syntax::short(text_of(node, text))),
+    }
 }

@@ -405,7 +405,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             scope: ctx.model.scope_of(def),
             at: span_start,
         },
-        signs: crate::analysis::evidence::signs_in_function(def, text),
+        signs: crate::analysis::effects::judge::own_signs(def, text, &ctx.bindings.any_scope),
     }
 }
 
@@ -526,7 +526,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
             end: lambda.end_byte(),
             comment_at,
         },
-        signs: crate::analysis::evidence::signs_in_function(lambda, text),
+        signs: crate::analysis::effects::judge::own_signs(lambda, text, &ctx.bindings.any_scope),
         fence_at: FenceAt {
             scope: ctx.model.scope_of(lambda),
             at: lambda.start_byte(),

@@ -14,6 +14,10 @@
 //! - [`scope_builder`]: builds that model in one walk of the file's tree;
 //! - [`arguments`]: what a sign's receiver and arguments are (device, dtype,
 //!   module state, an activation passed on, a copy aside);
+//! - [`effects`]: what each function does to module state: read from its body
+//!   (`effects::local`, with the library models), summarised over the call
+//!   graph (`effects::summary`, above [`project`]) and judged at a hook
+//!   (`effects::judge`);
 //! - [`evidence`]: the offload signs in a function's own body, judged;
 //! - [`file_facts`]: what the matcher hands on for one file (plain data);
 //! - [`fences`]: what fences a function in one file, and what its names mean;
@@ -21,6 +25,8 @@
 //! - [`matcher`]: one file's hook candidates, classes and fences;
 //! - [`reached`]: how a function is reached when no call of it is written;
 //! - [`module_names`]: Python's names for files (modules, packages, roots);
+//! - [`function_facts`]: one function's facts (calls, returns, decorators,
+//!   its own effects);
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
 //!   with modules read on demand;
@@ -33,9 +39,11 @@
 pub mod arguments;
 pub mod chain;
 pub mod discovery;
+pub mod effects;
 pub mod evidence;
 pub mod fences;
 pub mod file_facts;
+pub mod function_facts;
 pub mod hook_values;
 pub mod matcher;
 pub mod module_facts;

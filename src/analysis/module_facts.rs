@@ -11,61 +11,17 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
-use crate::analysis::evidence::{self, Sign};
+use crate::analysis::effects::local::Context;
+use crate::analysis::function_facts::function_fact;
+pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
+pub use crate::analysis::hook_values::Value;
+use crate::analysis::hook_values::value_of;
 use crate::analysis::module_names::{absolute, module_name, package_of};
 use crate::analysis::reached::{Through, registrar_of_table};
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
-
-/// A call a function makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Callee {
-    /// `f(...)`
-    Name(String),
-    /// `receiver.method(...)`; the receiver as written, or `None` when it is
-    /// no plain dotted name (a call, a subscript).
-    Method {
-        receiver: Option<String>,
-        method: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallFact {
-    pub callee: Callee,
-    pub line: usize,
-    /// Start byte, for the order of calls in a body.
-    pub start: usize,
-    /// The first positional argument as written (`module`, `*args`).
-    pub first_argument: Option<String>,
-    /// The callee's name (a receiver's first part) is bound here by
-    /// something other than an import — a parameter, an assignment, a loop,
-    /// `with`/`except` target, walrus, comprehension variable or `match`
-    /// capture, asked of the file's scope model — so it is not the imported
-    /// function of that name, whatever the module imports.
-    pub not_the_import: bool,
-    /// Not a call written here but a function reached another way
-    /// (`queries/handed.scm`).
-    pub through: Option<Through>,
-}
-
-/// A value installed as a module's forward, or returned by a factory, as far
-/// as the index follows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
-    /// A bare name.
-    Name(String),
-    /// `self.m`, `Cls.m`, `obj.m`.
-    Attribute(String),
-    /// A lambda (its index in [`ModuleFacts::functions`]).
-    Function(usize),
-    /// The value a call returns (`make_wrapper(m)`).
-    Returned(String),
-    /// Anything else, as written.
-    Other(String),
-}
 
 /// `m.forward = value` (or `setattr(m, "forward", value)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,38 +32,6 @@ pub struct ForwardReplacement {
     pub value: Value,
     /// The function the assignment stands in, if any.
     pub scope: Option<usize>,
-}
-
-/// One `def` or `lambda` of a module.
-#[derive(Debug, Clone)]
-pub struct FunctionFact {
-    /// Python's `__qualname__`.
-    pub qualname: String,
-    pub name: String,
-    /// 1-based line and column of the `def` / `lambda`.
-    pub line: usize,
-    pub column: usize,
-    /// The class whose `self` its body sees: the class it is defined in, or
-    /// for a closure, the class of the method around it.
-    pub self_class: Option<String>,
-    /// Whether it is defined directly in that class's body (a method).
-    pub is_method: bool,
-    /// The start byte of the function it is nested in, if any.
-    pub outer: Option<usize>,
-    pub start: usize,
-    /// How its authors fenced it, if they did (`@compiler.disable`).
-    pub fenced: Option<String>,
-    pub signs: Vec<Sign>,
-    pub calls: Vec<CallFact>,
-    /// Local names whose class an assignment tells (`h = Handle(...)`).
-    pub locals: HashMap<String, String>,
-    pub parameters: Vec<String>,
-    /// What its `return` statements hand back.
-    pub returns: Vec<Value>,
-    /// Names it binds to an original forward (`old = m.forward`).
-    pub saved_forwards: Vec<String>,
-    /// `name = value` in its body, in the order of the text.
-    pub assigned: Vec<(String, Value)>,
 }
 
 /// A call that registers a hook with torch.
@@ -134,6 +58,22 @@ pub struct ClassFacts {
     pub methods: Vec<usize>,
     /// `self.x = value` in its methods: `(x, value, method)`.
     pub attribute_values: Vec<(String, Value, usize)>,
+    /// `self.x` stored (or filled) in its methods: whether every store put
+    /// a value the class made itself there (a tensor it created, a literal,
+    /// a container), by attribute.
+    pub stores: HashMap<String, bool>,
+    /// The classes of the instances stored in `self.x` (or in its items),
+    /// by attribute, where a class's call made them.
+    pub element_classes: HashMap<String, Vec<String>>,
+}
+
+impl ClassFacts {
+    /// Whether `self.<attr>` only ever holds the object's own data: every
+    /// store there (at least one) puts a value made in the class, so it can
+    /// hold no module state (an observer's statistics, a tracer's records).
+    pub fn owns(&self, attr: &str) -> bool {
+        self.stores.get(attr).copied().unwrap_or(false)
+    }
 }
 
 /// What the index knows of one module.
@@ -146,6 +86,8 @@ pub struct ModuleFacts {
     pub classes: HashMap<String, ClassFacts>,
     /// Bound name -> absolute dotted path (relative imports resolved).
     pub imports: HashMap<String, String>,
+    /// The modules of its `from a.b import *` (absolute).
+    pub star_imports: Vec<String>,
     pub forward_replacements: Vec<ForwardReplacement>,
     pub registrations: Vec<Registration>,
     /// `name = value` at module level.
@@ -156,6 +98,8 @@ pub struct ModuleFacts {
     /// [`ModuleFacts::functions`] by name, in order: a call's callee is a
     /// look-up, not a scan of every function.
     by_name: HashMap<String, Vec<usize>>,
+    /// [`ModuleFacts::functions`] by start byte.
+    by_start: HashMap<usize, usize>,
 }
 
 impl ModuleFacts {
@@ -196,6 +140,11 @@ impl ModuleFacts {
         for (name, path) in &bindings.any_scope {
             facts.imports.insert(name.clone(), absolute(path, &package));
         }
+        facts.star_imports = bindings
+            .star
+            .iter()
+            .map(|module| absolute(module, &package))
+            .collect();
 
         let q = &QUERIES.index;
         let mut by_start: HashMap<usize, usize> = HashMap::new();
@@ -356,12 +305,53 @@ impl ModuleFacts {
         );
         let classes = Enclosing::new(class_nodes);
         let class_of = |node: Node<'_>| classes.around(node);
-        for (def, name) in defs {
+        defs.sort_by_key(|(def, _)| def.start_byte());
+        for (def, name) in &defs {
             by_start.insert(def.start_byte(), facts.functions.len());
-            let mut fact =
-                function_fact(def, name, text, &bindings, vocabulary, &functions, &classes);
-            fact.qualname = qualnames.of(def);
+            let mut fact = function_fact(
+                *def,
+                name.clone(),
+                text,
+                &bindings,
+                vocabulary,
+                &functions,
+                &classes,
+            );
+            fact.qualname = qualnames.of(*def);
             facts.functions.push(fact);
+        }
+        // Effects, outer functions first: a closure's names are looked up in
+        // the functions around it.
+        let has_closures: std::collections::HashSet<usize> =
+            facts.functions.iter().filter_map(|f| f.outer).collect();
+        for (i, (def, _)) in defs.iter().enumerate() {
+            let outer = facts.functions[i].outer;
+            let functions_ref = &facts.functions;
+            let by_start_ref = &by_start;
+            let outer_binds = |name: &str| {
+                let mut scope = outer;
+                while let Some(start) = scope {
+                    let Some(&o) = by_start_ref.get(&start) else {
+                        return false;
+                    };
+                    let around = &functions_ref[o];
+                    if around.parameters.iter().any(|p| p == name)
+                        || around.local.locals.iter().any(|(n, _)| &**n == name)
+                    {
+                        return true;
+                    }
+                    scope = around.outer;
+                }
+                false
+            };
+            let context = Context {
+                imports: &facts.imports,
+                outer_binds: &outer_binds,
+                method: facts.functions[i].is_method && !facts.functions[i].static_method,
+                keep_locals: has_closures.contains(&def.start_byte()),
+            };
+            let local = crate::analysis::effects::local::local_facts(*def, text, &context);
+            facts.functions[i].local = local;
         }
         let owner_of = |node: Node<'_>| {
             functions
@@ -542,14 +532,8 @@ impl ModuleFacts {
             }
         }
 
-        // Signs, each given to the innermost function around it.
-        for (owner, sign) in evidence::signs_in_file_with(root, text, &functions) {
-            if let Some(index) = owner.and_then(|o| by_start.get(&o)) {
-                facts.functions[*index].signs.push(sign);
-            }
-        }
-
-        // Methods, and the function each closure is nested in.
+        // Methods, what they store on `self`, and the function each closure
+        // is nested in.
         for (index, function) in facts.functions.iter().enumerate() {
             if function.is_method
                 && let Some(class) = function
@@ -558,6 +542,19 @@ impl ModuleFacts {
                     .and_then(|c| facts.classes.get_mut(c))
             {
                 class.methods.push(index);
+                for store in &function.local.self_stores {
+                    let entry = class.stores.entry(store.attr.to_string()).or_insert(true);
+                    *entry &= store.own;
+                    let classes = class
+                        .element_classes
+                        .entry(store.attr.to_string())
+                        .or_default();
+                    for stored in &store.classes {
+                        if !classes.iter().any(|c| **c == **stored) {
+                            classes.push(stored.to_string());
+                        }
+                    }
+                }
             }
             facts
                 .by_name
@@ -565,7 +562,13 @@ impl ModuleFacts {
                 .or_default()
                 .push(index);
         }
+        facts.by_start = by_start;
         facts
+    }
+
+    /// The function whose `def` (or `lambda`) starts at byte `start`.
+    pub fn function_starting(&self, start: usize) -> Option<usize> {
+        self.by_start.get(&start).copied()
     }
 
     pub(super) fn function_at(&self, line: usize, column: usize) -> Option<usize> {
@@ -628,50 +631,6 @@ impl ModuleFacts {
     }
 }
 
-fn function_fact(
-    def: Node<'_>,
-    name: String,
-    text: &str,
-    bindings: &crate::analysis::fences::Bindings,
-    vocabulary: &Vocabulary,
-    functions: &Enclosing<'_>,
-    classes: &Enclosing<'_>,
-) -> FunctionFact {
-    let class = classes.around(def);
-    let outer = functions.around(def);
-    // Directly in the class body (maybe decorated): no function between.
-    let is_method = class.is_some_and(|c| outer.is_none_or(|f| f.start_byte() < c.start_byte()));
-    let fenced = crate::analysis::fences::decorators(def)
-        .into_iter()
-        .find_map(|d| {
-            let callee = crate::analysis::fences::decorator_callee(d, text)?;
-            crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary)
-                .then(|| text_of(d, text).split_whitespace().collect::<String>())
-        });
-    let offset = def.start_byte();
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    FunctionFact {
-        qualname: String::new(),
-        name,
-        line: def.start_position().row + 1,
-        column: text[line_start..offset].chars().count() + 1,
-        self_class: class
-            .and_then(|c| c.child_by_field_name("name"))
-            .map(|n| text_of(n, text).to_owned()),
-        is_method,
-        outer: outer.map(|f| f.start_byte()),
-        start: def.start_byte(),
-        fenced,
-        signs: Vec::new(),
-        calls: Vec::new(),
-        locals: HashMap::new(),
-        parameters: crate::syntax::parameter_names(def, text),
-        returns: Vec::new(),
-        saved_forwards: Vec::new(),
-        assigned: Vec::new(),
-    }
-}
-
 /// 1-based line and column (in characters) of where `node` starts.
 fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
     let offset = node.start_byte();
@@ -680,64 +639,6 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
         node.start_position().row + 1,
         text[line_start..offset].chars().count() + 1,
     )
-}
-
-/// What an installed or returned value is, as far as one file tells:
-/// wrappers that keep the function (`functools.partial`, `types.MethodType`,
-/// `functools.update_wrapper`, `f.__get__(m)`) are seen through.
-fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, usize>) -> Value {
-    match node.kind() {
-        "identifier" => Value::Name(text_of(node, text).to_owned()),
-        "attribute" => match dotted_name(node, text) {
-            Some(dotted) => Value::Attribute(dotted),
-            None => Value::Other(crate::syntax::short(text_of(node, text))),
-        },
-        "lambda" => match functions.get(&node.start_byte()) {
-            Some(&i) => Value::Function(i),
-            None => Value::Other("lambda".to_owned()),
-        },
-        "parenthesized_expression" => match node.named_child(0) {
-            Some(inner) => value_of(inner, text, functions),
-            None => Value::Other(String::new()),
-        },
-        "call" => {
-            let function = node.child_by_field_name("function");
-            let first = node
-                .child_by_field_name("arguments")
-                .and_then(|a| a.named_child(0));
-            let callee = function.and_then(|f| dotted_name(f, text));
-            let last = callee.as_deref().map(|c| c.rsplit('.').next().unwrap_or(c));
-            if let Some(last) = last
-                && matches!(
-                    last,
-                    "partial" | "MethodType" | "update_wrapper" | "partialmethod"
-                )
-                && let Some(first) = first
-            {
-                return value_of(first, text, functions);
-            }
-            if last == Some("__get__")
-                && let Some(object) = function.and_then(|f| f.child_by_field_name("object"))
-            {
-                return value_of(object, text, functions);
-            }
-            // `functools.wraps(f)(wrapper)`
-            if let Some(f) = function
-                && f.kind() == "call"
-                && f.child_by_field_name("function")
-                    .and_then(|g| dotted_name(g, text))
-                    .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
-                && let Some(first) = first
-            {
-                return value_of(first, text, functions);
-            }
-            match callee {
-                Some(callee) => Value::Returned(callee),
-                None => Value::Other(crate::syntax::short(text_of(node, text))),
-            }
-        }
-        _ => Value::Other(crate::syntax::short(text_of(node, text))),
-    }
 }
 
 /// The name a call looks up that an import could bind: the callee's own

@@ -32,6 +32,10 @@ pub struct ModuleCache {
     errors: Mutex<Vec<crate::error::FileError>>,
     /// Where modules may be read from (see [`crate::confine`]).
     pub confinement: Arc<crate::confine::Confinement>,
+    /// The functions summarised so far (see
+    /// [`crate::analysis::effects::summary`]), kept across the rounds of a
+    /// run.
+    pub summaries: crate::analysis::effects::record::Summaries,
 }
 
 impl ModuleCache {
@@ -64,7 +68,7 @@ pub struct ProjectIndex<'v> {
     by_path: HashMap<PathBuf, usize>,
     /// Modules read on demand, by file; `None` for a file that could not be
     /// read or parsed (it is context only, never reported).
-    loaded: Arc<ModuleCache>,
+    pub(super) loaded: Arc<ModuleCache>,
     /// Directories modules are imported from.
     roots: Vec<PathBuf>,
     vocabulary: &'v Vocabulary,
@@ -200,7 +204,7 @@ impl<'v> ProjectIndex<'v> {
                 })
                 .clone()
         };
-        text.is_some_and(|text| defines(&text, keyword, word))
+        text.is_some_and(|text| crate::analysis::unparsed::defines(&text, keyword, word))
     }
 
     /// Whether some leading part of the dotted path `full` is a module of
@@ -245,7 +249,7 @@ impl<'v> ProjectIndex<'v> {
 
     /// Every class named `name` that code in `module` can mean: one it
     /// defines or imports, else any indexed class of that name.
-    fn classes_named(
+    pub(super) fn classes_named(
         &self,
         module: &Arc<ModuleFacts>,
         name: &str,
@@ -279,7 +283,7 @@ impl<'v> ProjectIndex<'v> {
     }
 
     /// The method `method` of class `class` in `module`, or of its bases.
-    fn method_of(
+    pub(super) fn method_of(
         &self,
         module: &Arc<ModuleFacts>,
         class: &str,
@@ -403,11 +407,17 @@ impl<'v> ProjectIndex<'v> {
                 if let Some(r) = receiver {
                     // A local whose class is known, a class, or a module.
                     if let Some(class) = caller.locals.get(r) {
-                        return self
+                        let typed: Vec<FunctionRef> = self
                             .classes_named(module, class)
                             .into_iter()
                             .flat_map(|(m, c)| self.method_of(&m, &c, method, &mut HashSet::new()))
                             .collect();
+                        // `x = make()`: a call that is no class of the
+                        // project tells nothing of the type.
+                        if !typed.is_empty() {
+                            return typed;
+                        }
+                        return self.untyped_or_held(module, method);
                     }
                     if module.classes.contains_key(r) {
                         return self.method_of(module, r, method, &mut HashSet::new());
@@ -456,7 +466,7 @@ impl<'v> ProjectIndex<'v> {
     /// What the attribute `attribute` is set to by name in `module`: the
     /// functions of that name the assignment sees, or with `method`, that
     /// method of the class of that name.
-    fn held_targets(
+    pub(super) fn held_targets(
         &self,
         module: &Arc<ModuleFacts>,
         attribute: &str,
@@ -517,14 +527,18 @@ impl<'v> ProjectIndex<'v> {
     /// files the run happened to parse, so the prefilter cannot change an
     /// answer; a module whose text cannot define the name is not parsed for
     /// it.
-    fn neighbourhood(
+    pub(super) fn neighbourhood(
         &self,
         module: &Arc<ModuleFacts>,
         keyword: &str,
         word: &str,
     ) -> Vec<Arc<ModuleFacts>> {
         let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
-        let mut paths: Vec<&String> = module.imports.values().collect();
+        let mut paths: Vec<&String> = module
+            .imports
+            .values()
+            .chain(module.star_imports.iter())
+            .collect();
         paths.sort();
         paths.dedup();
         for path in paths {
@@ -688,6 +702,18 @@ impl ProjectIndex<'_> {
                 .map(|i| (Arc::clone(&target), i))
                 .collect();
         }
+        // `from a.b import *` binds the functions a.b defines.
+        for star in &module.star_imports {
+            if let Some(target) = self.module_named(star, module) {
+                let found = target.functions_named(name, None);
+                if !found.is_empty() {
+                    return found
+                        .into_iter()
+                        .map(|i| (Arc::clone(&target), i))
+                        .collect();
+                }
+            }
+        }
         Vec::new()
     }
 
@@ -740,50 +766,4 @@ fn read_module(
     } else {
         build()
     })
-}
-
-/// Whether `text` has `keyword` and then `word`, each a whole word, with
-/// only blanks and backslash continuations between (how a `def` or `class`
-/// statement spells its name).
-fn defines(text: &str, keyword: &str, word: &str) -> bool {
-    let bytes = text.as_bytes();
-    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
-    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
-        let end = at + word.len();
-        if bytes.get(end).is_some_and(|&b| is_word(b)) {
-            return false;
-        }
-        let before = text[..at].trim_end_matches([' ', '\t', '\x0c', '\\', '\n', '\r']);
-        before.len() < at
-            && before.ends_with(keyword)
-            && !before[..before.len() - keyword.len()]
-                .bytes()
-                .next_back()
-                .is_some_and(is_word)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_definition_is_told_from_its_text() {
-        assert!(defines(
-            "class A:\n    def  fetch(self): ...\n",
-            "def",
-            "fetch"
-        ));
-        assert!(defines("async def \\\n  fetch(): ...\n", "def", "fetch"));
-        assert!(defines("class Hook(Base):\n", "class", "Hook"));
-        assert!(!defines(
-            "x = fetch()\ndef fetch_all(): ...\n",
-            "def",
-            "fetch"
-        ));
-        assert!(!defines("undef fetch\n", "def", "fetch"));
-        assert!(!defines("def_fetch = 1\n", "def", "fetch"));
-        assert!(!defines("deffetch = 1\n", "def", "fetch"));
-        assert!(!defines("obj.fetch(x)\n", "def", "fetch"));
-    }
 }

@@ -3,6 +3,43 @@
 //! (`queries/handed.scm`). The project follows these like calls, and each
 //! evidence step reached this way says how.
 
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// One step of an evidence chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub qualname: String,
+    pub path: PathBuf,
+    pub line: usize,
+    /// Reached not by a call written there but another way (handed to
+    /// `register_hook`, replayed from a hook table).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<Through>,
+    /// How its authors fenced it, if they did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
+    /// The line of the call (in the function before it) that reaches it.
+    #[serde(skip)]
+    pub call_line: Option<usize>,
+}
+
+impl Step {
+    /// `fetch_params`, `fetch_params (handed to PreBackwardFunction.apply)`,
+    /// `onload_ (fenced)`.
+    pub fn describe(&self) -> String {
+        let mut text = self.qualname.clone();
+        if let Some(through) = &self.through {
+            text.push_str(&format!(" ({})", through.describe()));
+        }
+        if self.fenced.is_some() {
+            text.push_str(" (fenced)");
+        }
+        text
+    }
+}
+
 /// How a function is reached when no call of it is written.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub enum Through {

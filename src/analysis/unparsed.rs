@@ -177,6 +177,27 @@ fn name_hash(name: &[u8]) -> u64 {
     hasher.finish()
 }
 
+/// Whether `text` has `keyword` and then `word`, each a whole word, with
+/// only blanks and backslash continuations between (how a `def` or `class`
+/// statement spells its name).
+pub(crate) fn defines(text: &str, keyword: &str, word: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    memchr::memmem::find_iter(bytes, word.as_bytes()).any(|at| {
+        let end = at + word.len();
+        if bytes.get(end).is_some_and(|&b| is_word(b)) {
+            return false;
+        }
+        let before = text[..at].trim_end_matches([' ', '\t', '\x0c', '\\', '\n', '\r']);
+        before.len() < at
+            && before.ends_with(keyword)
+            && !before[..before.len() - keyword.len()]
+                .bytes()
+                .next_back()
+                .is_some_and(is_word)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +289,25 @@ mod tests {
         assert!(held.may_hold(&[Needle::word("ModelHook")]));
         assert!(held.may_hold(&[Needle::defined("caf\u{e9}")]));
         assert!(held.may_hold(&[Needle::defined("pre_forward"), Needle::anywhere("x")]));
+    }
+
+    #[test]
+    fn a_definition_is_told_from_its_text() {
+        assert!(defines(
+            "class A:\n    def  fetch(self): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(defines("async def \\\n  fetch(): ...\n", "def", "fetch"));
+        assert!(defines("class Hook(Base):\n", "class", "Hook"));
+        assert!(!defines(
+            "x = fetch()\ndef fetch_all(): ...\n",
+            "def",
+            "fetch"
+        ));
+        assert!(!defines("undef fetch\n", "def", "fetch"));
+        assert!(!defines("def_fetch = 1\n", "def", "fetch"));
+        assert!(!defines("deffetch = 1\n", "def", "fetch"));
+        assert!(!defines("obj.fetch(x)\n", "def", "fetch"));
     }
 }

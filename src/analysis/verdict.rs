@@ -133,16 +133,16 @@ impl ClassIndex {
 }
 
 /// Decides what a candidate is. `None`: not a hook at all (a `pre_forward`
-/// of a class that is no hook, or the protocol base's own no-op). `chain`:
-/// what the project index found through the candidate's calls, asked only
-/// when its own body shows no offload work.
+/// of a class that is no hook, or the protocol base's own no-op). `judge`:
+/// the candidate's effects judged from its summary over the project (see
+/// [`crate::analysis::effects`]); without one, its own body's signs decide.
 pub fn decide(
     candidate: Candidate,
     index: &ClassIndex,
     all_hooks: bool,
     vocabulary: &crate::analysis::vocabulary::Vocabulary,
     path: &std::path::Path,
-    chain: impl FnOnce(&Candidate) -> Option<crate::analysis::chain::Chain>,
+    judge: impl FnOnce(&Candidate) -> Option<crate::analysis::effects::judge::Judged>,
 ) -> Option<HookSite> {
     let mut found: Vec<Found> = Vec::new();
     let here = |how: &'static str, detail: String, line: usize| Found {
@@ -217,61 +217,68 @@ pub fn decide(
     if why.is_empty() {
         return None;
     }
-    let discounted: Vec<String> = candidate
-        .signs
-        .iter()
-        .filter_map(|s| {
-            s.discounted
-                .as_ref()
-                .map(|d| format!("line {}: {d}", s.line))
-        })
-        .collect();
     let mut evidence: Vec<EvidenceStep> = Vec::new();
-    let own = candidate.own_evidence().cloned();
-    let described = match own {
-        Some(sign) => {
-            evidence.push(EvidenceStep {
-                kind: sign.kind.to_owned(),
-                detail: sign.detail.clone(),
-                path: path.to_path_buf(),
-                line: sign.line,
-            });
-            Some(sign.detail)
-        }
-        None => chain(&candidate).map(|chain| {
-            for step in &chain.steps {
-                evidence.push(EvidenceStep {
-                    kind: match &step.through {
-                        None => "call".to_owned(),
-                        Some(crate::analysis::reached::Through::HandedTo(_)) => "handed".to_owned(),
-                        Some(crate::analysis::reached::Through::Replayed { .. }) => {
-                            "replayed".to_owned()
-                        }
-                    },
-                    detail: step.describe(),
-                    path: step.path.clone(),
-                    line: step.line,
-                });
-            }
-            if let Some(last) = chain.steps.last() {
-                match (&chain.sign, &chain.fenced) {
-                    (Some(sign), _) => evidence.push(EvidenceStep {
-                        kind: sign.kind.to_owned(),
-                        detail: sign.detail.clone(),
-                        path: last.path.clone(),
-                        line: sign.line,
-                    }),
-                    (None, Some(fence)) => evidence.push(EvidenceStep {
-                        kind: "fenced-callee".to_owned(),
-                        detail: format!("{} is fenced by {fence}", last.qualname),
-                        path: last.path.clone(),
-                        line: last.line,
-                    }),
-                    (None, None) => {}
+    let discounted: Vec<String>;
+    let described = match judge(&candidate) {
+        Some(judged) => {
+            discounted = judged.discounted;
+            judged.evidence.map(|effect| {
+                let (steps, detail) = crate::analysis::effects::judge::described(&effect);
+                for step in &steps {
+                    evidence.push(EvidenceStep {
+                        kind: match &step.through {
+                            None => "call".to_owned(),
+                            Some(crate::analysis::reached::Through::HandedTo(_)) => {
+                                "handed".to_owned()
+                            }
+                            Some(crate::analysis::reached::Through::Replayed { .. }) => {
+                                "replayed".to_owned()
+                            }
+                        },
+                        detail: step.describe(),
+                        path: step.path.clone(),
+                        line: step.line,
+                    });
                 }
-            }
-            chain.describe()
-        }),
+                evidence.push(EvidenceStep {
+                    kind: effect.kind.name().to_owned(),
+                    detail: detail.clone(),
+                    path: effect.path.clone(),
+                    line: effect.line,
+                });
+                if steps.is_empty() {
+                    detail
+                } else {
+                    let names: Vec<String> = steps.iter().map(|s| s.describe()).collect();
+                    format!(
+                        "{detail} via {} ({}:{})",
+                        names.join(" -> "),
+                        effect.path.display(),
+                        effect.line
+                    )
+                }
+            })
+        }
+        None => {
+            discounted = candidate
+                .signs
+                .iter()
+                .filter_map(|s| {
+                    s.discounted
+                        .as_ref()
+                        .map(|d| format!("line {}: {d}", s.line))
+                })
+                .collect();
+            candidate.own_evidence().cloned().map(|sign| {
+                evidence.push(EvidenceStep {
+                    kind: sign.kind.to_owned(),
+                    detail: sign.detail.clone(),
+                    path: path.to_path_buf(),
+                    line: sign.line,
+                });
+                sign.detail
+            })
+        }
     };
     let status = match &candidate.fence {
         FenceState::Fenced(how) => Status::Fenced(how.clone()),
@@ -281,32 +288,25 @@ pub fn decide(
             reason: reason.clone(),
         },
         FenceState::Unfenced => {
-            let named = candidate
-                .owner
-                .iter()
-                .map(|o| o.class.as_str())
-                .chain(lineage.iter().map(String::as_str))
-                .find(|name| name.to_ascii_lowercase().contains("offload"));
-            match (&described, named) {
-                (Some(evidence), _) if let Some(registrar) = backward => Status::Backward {
+            // Evidence decides, never a name (a class called `...Offload`
+            // that moves nothing is no offload hook).
+            match &described {
+                Some(evidence) if let Some(registrar) = backward => Status::Backward {
                     evidence: evidence.clone(),
                     registrar,
                 },
-                (None, _) if all_hooks && let Some(registrar) = backward => Status::Backward {
+                None if all_hooks && let Some(registrar) = backward => Status::Backward {
                     evidence: "--all-hooks".to_owned(),
                     registrar,
                 },
-                (None, _) if backward.is_some() => Status::NotOffload,
-                (Some(evidence), _) => Status::Unfenced {
+                None if backward.is_some() => Status::NotOffload,
+                Some(evidence) => Status::Unfenced {
                     evidence: evidence.clone(),
                 },
-                (None, Some(name)) => Status::Unfenced {
-                    evidence: format!("class name {name} says it offloads"),
-                },
-                (None, None) if all_hooks => Status::Unfenced {
+                None if all_hooks => Status::Unfenced {
                     evidence: "--all-hooks".to_owned(),
                 },
-                (None, None) => Status::NotOffload,
+                None => Status::NotOffload,
             }
         }
     };

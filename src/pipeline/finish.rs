@@ -25,8 +25,8 @@ pub(crate) fn finish(
     options: &Options,
     tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
-    let chain = |c: &file_facts::Candidate| {
-        project.and_then(|p| p.chain_from(&path, c.at.line, c.at.column))
+    let judge = |c: &file_facts::Candidate| {
+        project.and_then(|p| p.judge_hook(&path, c.at.line, c.at.column))
     };
     let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
         .into_iter()
@@ -37,7 +37,7 @@ pub(crate) fn finish(
                 options.all_hooks,
                 &options.vocabulary,
                 &path,
-                chain,
+                judge,
             )
         })
         .collect();

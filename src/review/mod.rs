@@ -320,11 +320,12 @@ import torch
 
 
 def install(model):
-    model.register_forward_hook(lambda m, a, out: out.to(\"cpu\"))
+    model.register_forward_hook(lambda m, a, out: m.to(\"cpu\"))
 
 
 def _to_cuda(module, args):
-    return tuple(a.to(\"cuda\") for a in args)
+    module.to(\"cuda\")
+    return args
 
 
 def _offload(module, args, output):
@@ -489,7 +490,7 @@ def attach(model):
         // The lambda's line starts inside a multi-line str, f-string or
         // bytes literal, or continues the line above: the comment goes
         // above the statement, where it is a comment.
-        let hook = "model.register_forward_hook(lambda m, a, o: o.to(\"cpu\"))";
+        let hook = "model.register_forward_hook(lambda m, a, o: m.to(\"cpu\"))";
         let cases = [
             format!("s = \"\"\"\nline\n\"\"\"; {hook}\n"),
             format!("s = f'''\n{{1}}\n'''; {hook}\n"),

@@ -26,7 +26,7 @@ def enable_offload(model, device="cuda"):
 
     for layer in model.layers:
         layer.register_forward_pre_hook(_onload)
-    model.head.register_forward_hook(lambda m, a, out: out.to("cpu", non_blocking=True))
+    model.head.register_forward_hook(lambda m, a, out: m.to("cpu", non_blocking=True) and out)
     add_hook(model.head, CpuOffloadHook(device))
     add_hook(model.head, ActivationStatsHook())
     print(f"offloading {count_parameters(model)} parameters")

@@ -1,0 +1,404 @@
+//! A hook's effects judged where it runs: torch hands a hook its module and
+//! the module's inputs (and output), so an effect on the module (or on what
+//! a hook factory was given, or on a hook object's attribute that can hold
+//! module state) is weight work, and one on an input or output is work on
+//! activations, which dynamo traces as ordinary compute.
+
+use crate::analysis::effects::local::{Acts, Kind, LocalFacts};
+use crate::analysis::effects::summary::{Effect, Summary, Target};
+use crate::analysis::module_facts::{FunctionFact, ModuleFacts};
+use crate::analysis::reached::Step;
+
+/// What a hook's parameter is, by where torch puts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The hook object (`self` of a protocol method or a bound method).
+    SelfObject,
+    /// Bound before the module (`partial(hook, name)`): context.
+    Context,
+    /// The module the hook runs for.
+    Module,
+    /// An input, an output, a gradient: an activation.
+    Activation,
+}
+
+/// Names that hold a hook's inputs, outputs or gradients.
+pub fn is_activation_name(name: &str) -> bool {
+    let lower = name.trim_start_matches('_').to_ascii_lowercase();
+    matches!(
+        lower.as_str(),
+        "x" | "y"
+            | "out"
+            | "res"
+            | "inp"
+            | "input"
+            | "inputs"
+            | "output"
+            | "outputs"
+            | "args"
+            | "arg"
+            | "kwargs"
+            | "result"
+            | "results"
+            | "unused"
+            | "grad"
+            | "grads"
+            | "tensor"
+            | "tensors"
+            | "a"
+            | "_"
+    ) || [
+        "hidden",
+        "grad_",
+        "input_",
+        "output_",
+        "args_",
+        "out_",
+        "logits",
+        "activation",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p))
+}
+
+/// Names that hold the module a hook runs for.
+fn is_module_name(name: &str) -> bool {
+    matches!(
+        name.trim_start_matches('_').to_ascii_lowercase().as_str(),
+        "module"
+            | "mod"
+            | "m"
+            | "model"
+            | "layer"
+            | "block"
+            | "submodule"
+            | "sub_module"
+            | "net"
+            | "mdl"
+            | "md"
+            | "target_module"
+    )
+}
+
+/// Each parameter's role in a hook with these parameters; one with a
+/// default value (`target=next_layer`) is bound where the hook is defined:
+/// context, never passed by torch.
+pub fn roles_with_defaults(parameters: &[String], defaulted: &[bool], method: bool) -> Vec<Role> {
+    let mut roles = roles(parameters, method);
+    for (role, default) in roles.iter_mut().zip(defaulted) {
+        if *default && *role == Role::Activation {
+            *role = Role::Context;
+        }
+    }
+    roles
+}
+
+/// Each parameter's role in a hook with these parameters.
+pub fn roles(parameters: &[String], method: bool) -> Vec<Role> {
+    let mut roles = Vec::with_capacity(parameters.len());
+    let skip = usize::from(method && !parameters.is_empty());
+    if skip == 1 {
+        roles.push(Role::SelfObject);
+    }
+    let rest = &parameters[skip..];
+    // A parameter named for the module, else the first that names no
+    // activation; what comes before it is bound context.
+    let module = rest
+        .iter()
+        .position(|p| is_module_name(p))
+        .or_else(|| rest.iter().position(|p| !is_activation_name(p)));
+    for (i, _) in rest.iter().enumerate() {
+        roles.push(match module {
+            Some(m) if i < m => Role::Context,
+            Some(m) if i == m => Role::Module,
+            _ => Role::Activation,
+        });
+    }
+    roles
+}
+
+/// A hook's effects, judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Judged {
+    /// The effect on module state that decides it, if any: the best-ranked.
+    pub evidence: Option<Effect>,
+    /// Signs that are no weight work, each with where and why.
+    pub discounted: Vec<String>,
+}
+
+/// Most discounts listed for one hook.
+const MOST_DISCOUNTS: usize = 8;
+
+/// Judges the summary of `hook` (a function of `module`) as a hook.
+pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Judged {
+    let roles = roles_with_defaults(
+        &hook.parameters,
+        &hook.defaulted,
+        hook.is_method && !hook.static_method,
+    );
+    let mut judged = Judged::default();
+    let mut counted: Vec<&Effect> = Vec::new();
+    for effect in &summary.effects {
+        match why_not(effect, &roles, module, hook) {
+            None => counted.push(effect),
+            Some(why) => {
+                // Where the sign is: its line in the hook's file, else its
+                // file and line.
+                let place = if effect.path == module.path {
+                    format!("line {}", effect.line)
+                } else {
+                    format!("{}:{}", effect.path.display(), effect.line)
+                };
+                push_discount(
+                    &mut judged.discounted,
+                    format!("{place}: {} ({why})", effect.detail),
+                );
+            }
+        }
+    }
+    own_discounts(&hook.local, &mut judged.discounted);
+    judged.evidence = counted
+        .into_iter()
+        .min_by(|a, b| {
+            (a.length, a.kind.device_wide(), &a.path, a.line).cmp(&(
+                b.length,
+                b.kind.device_wide(),
+                &b.path,
+                b.line,
+            ))
+        })
+        .cloned();
+    judged
+}
+
+/// The signs of a function's own body that are no effect, as discounts.
+pub fn own_discounts(local: &LocalFacts, discounted: &mut Vec<String>) {
+    for effect in &local.effects {
+        if let Some(why) = &effect.discount {
+            push_discount(discounted, format!("line {}: {why}", effect.line));
+        }
+    }
+}
+
+fn push_discount(discounted: &mut Vec<String>, line: String) {
+    if discounted.len() < MOST_DISCOUNTS && !discounted.contains(&line) {
+        discounted.push(line);
+    }
+}
+
+/// Why an effect on `target` is no weight work for this hook, if it is not.
+fn why_not(
+    effect: &Effect,
+    roles: &[Role],
+    module: &ModuleFacts,
+    hook: &FunctionFact,
+) -> Option<String> {
+    // A module moved (or unsharded) in place, whatever gave it.
+    let in_place = effect.acts == Acts::Object;
+    if let Target::Param { index, .. } = &effect.target
+        && roles.get(*index as usize) == Some(&Role::Activation)
+    {
+        let name = hook
+            .parameters
+            .get(*index as usize)
+            .map_or("?", String::as_str);
+        let what = match effect.kind {
+            Kind::Cast => "casting it to a dtype",
+            Kind::Move => "moving it",
+            _ => "acting on it",
+        };
+        return Some(format!(
+            "`{name}` is a value the hook is handed, an activation: {what} is compute dynamo traces"
+        ));
+    }
+    // `.to(d)` whose value is used moves in place only the module itself.
+    if effect.acts == Acts::Rebound {
+        let module_itself = matches!(
+            &effect.target,
+            Target::Param { index, attr: None, .. }
+                if matches!(roles.get(*index as usize), Some(Role::Module | Role::Context | Role::SelfObject))
+        );
+        if !module_itself {
+            return Some(
+                "a moved copy used as a value: only a module the hook was given moves in place, and this is none"
+                    .to_owned(),
+            );
+        }
+    }
+    match &effect.target {
+        Target::Device | Target::Handed | Target::Captured { .. } => None,
+        Target::Global(name) if !in_place => Some(format!(
+            "`{name}` is a module-level value, not the module the hook runs for"
+        )),
+        Target::Unknown if !in_place => Some(
+            "acts on a value a call returned (a tensor made there), not on module state".to_owned(),
+        ),
+        Target::Global(_) | Target::Unknown => None,
+        Target::Param {
+            index,
+            attr,
+            judged,
+            ..
+        } => {
+            let name = hook
+                .parameters
+                .get(*index as usize)
+                .map_or("?", String::as_str);
+            match roles.get(*index as usize) {
+                Some(Role::SelfObject) => {
+                    let (Some(attr), false) = (attr, judged) else {
+                        return None;
+                    };
+                    let owns = hook
+                        .self_class
+                        .as_ref()
+                        .and_then(|c| module.classes.get(c))
+                        .is_some_and(|c| c.owns(attr));
+                    owns.then(|| {
+                        format!(
+                            "`{name}.{attr}` is the hook object's own data: its class only stores values it makes there"
+                        )
+                    })
+                }
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The steps of a judged effect, and the sign, as the verdict shows them.
+pub fn described(effect: &Effect) -> (Vec<Step>, String) {
+    let steps = effect.steps();
+    let mut detail = effect.detail.clone();
+    if let Some(via) = &effect.via {
+        detail.push_str(&format!(" ({} at line {})", via.text, via.line));
+    }
+    (steps, detail)
+}
+
+/// Whether an effect kind is weight work on its own (not only through what
+/// it acts on).
+pub fn device_wide(kind: Kind) -> bool {
+    kind.device_wide()
+}
+
+/// The signs of `function`'s own body (a `def` or `lambda` of the file
+/// `text`), judged as a hook as far as the body alone tells: an effect on
+/// the module counts, one on an activation or on something made there is
+/// discounted, and one on a hook object's attribute or a closure's capture
+/// waits for the project (it is left out here).
+pub fn own_signs(
+    function: tree_sitter::Node<'_>,
+    text: &str,
+    imports: &std::collections::HashMap<String, String>,
+) -> Vec<crate::analysis::evidence::Sign> {
+    use crate::analysis::effects::value::Root;
+    use crate::analysis::evidence::Sign;
+    let nested = crate::syntax::enclosing_function(function).is_some();
+    let method = function.kind() == "function_definition"
+        && crate::syntax::enclosing_class(function).is_some_and(|class| {
+            crate::syntax::enclosing_function(function)
+                .is_none_or(|f| f.start_byte() < class.start_byte())
+        });
+    let outer_binds = |_: &str| nested;
+    let context = crate::analysis::effects::local::Context {
+        imports,
+        outer_binds: &outer_binds,
+        method,
+        keep_locals: false,
+    };
+    let parameters = crate::syntax::parameter_names(function, text);
+    let roles = roles_with_defaults(
+        &parameters,
+        &crate::syntax::parameter_defaults(function),
+        method,
+    );
+    let local = crate::analysis::effects::local::local_facts(function, text, &context);
+    let mut signs = Vec::new();
+    for effect in local.effects {
+        let sign = |discounted: Option<String>| Sign {
+            kind: effect.kind.name(),
+            detail: effect.detail.clone(),
+            line: effect.line,
+            discounted,
+        };
+        let Some(val) = &effect.on else {
+            signs.push(sign(effect.discount.clone()));
+            continue;
+        };
+        if effect.discount.is_some() {
+            signs.push(sign(effect.discount.clone()));
+            continue;
+        }
+        match &val.root {
+            Root::Param(i) => match roles.get(*i as usize) {
+                Some(Role::Module | Role::Context) | None => signs.push(sign(None)),
+                Some(Role::Activation) => {
+                    let name = parameters.get(*i as usize).map_or("?", String::as_str);
+                    let what = match effect.kind {
+                        Kind::Cast => "casting it to a dtype",
+                        Kind::Move => "moving it",
+                        _ => "acting on it",
+                    };
+                    signs.push(sign(Some(format!(
+                        "`{name}` is a value the hook is handed, an activation: {what} is compute dynamo traces"
+                    ))));
+                }
+                Some(Role::SelfObject) if val.attr.is_none() => signs.push(sign(None)),
+                Some(Role::SelfObject) => {}
+            },
+            Root::Global(_) | Root::Unknown if effect.acts == Acts::Object => {
+                signs.push(sign(None));
+            }
+            Root::Global(name) => signs.push(sign(Some(format!(
+                "`{name}` is a module-level value, not the module the hook runs for"
+            )))),
+            Root::Unknown | Root::Returned(_) | Root::Outer(_) => {}
+            Root::Fresh => signs.push(sign(effect.discount.clone())),
+        }
+    }
+    signs
+}
+
+impl crate::analysis::project::ProjectIndex<'_> {
+    /// The hook at `line:column` of `path` judged from its summary; `None`
+    /// when the project does not hold it.
+    pub fn judge_hook(&self, path: &std::path::Path, line: usize, column: usize) -> Option<Judged> {
+        let module = self.module(path)?;
+        let function = module.function_at(line, column)?;
+        let summary = self.summary(&(std::sync::Arc::clone(&module), function));
+        Some(judge(&summary, &module, &module.functions[function]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn roles_follow_where_torch_puts_each_value() {
+        use Role::*;
+        assert_eq!(
+            roles(&names(&["module", "args"]), false),
+            [Module, Activation]
+        );
+        assert_eq!(
+            roles(&names(&["self", "module", "args", "output"]), true),
+            [SelfObject, Module, Activation, Activation]
+        );
+        // `partial(hook, name)`: the bound name comes first.
+        assert_eq!(
+            roles(&names(&["name", "module", "inputs"]), false),
+            [Context, Module, Activation]
+        );
+        assert_eq!(
+            roles(&names(&["blocks", "i", "module", "grad_output"]), false),
+            [Context, Context, Module, Activation]
+        );
+        assert_eq!(roles(&names(&["x"]), false), [Activation]);
+    }
+}

@@ -1,0 +1,411 @@
+//! Expressions: the values an expression can have, and the calls in it
+//! with their receivers and arguments.
+
+use tree_sitter::Node;
+
+use super::{
+    Acts, CallValues, Kind, LocalEffect, MOST_DEPTH, Walker, names_a_class, string_content,
+};
+use crate::analysis::effects::models::{self};
+use crate::analysis::effects::value::{Root, Shape, Val, Vals};
+use crate::syntax::text_of;
+
+impl<'t> Walker<'_, 't> {
+    pub(super) fn value_of_name(&self, name: &str) -> Vals {
+        if let Some(vals) = self.env.get(name) {
+            return vals.clone();
+        }
+        if let Some(i) = self.params.iter().position(|p| p == name) {
+            return Vals::one(Val::new(Root::Param(i as u16), Shape::Object));
+        }
+        if (self.context.outer_binds)(name) {
+            return Vals::one(Val::new(Root::Outer(name.into()), Shape::Object));
+        }
+        if matches!(name, "None" | "True" | "False") {
+            return Vals::meta();
+        }
+        Vals::one(Val::new(Root::Global(name.into()), Shape::Object))
+    }
+
+    /// Whether `name` is bound in this function (not an import or global).
+    pub(super) fn is_local(&self, name: &str) -> bool {
+        self.env.contains_key(name)
+            || self.params.iter().any(|p| p == name)
+            || (self.context.outer_binds)(name)
+    }
+
+    /// The absolute dotted path a callee spells through the module's
+    /// imports, unless its first name is bound here.
+    pub(super) fn library_path(&self, callee: Node<'_>) -> Option<String> {
+        let dotted = crate::syntax::dotted_name(callee, self.text)?;
+        let (first, rest) = match dotted.split_once('.') {
+            Some((first, rest)) => (first, Some(rest)),
+            None => (dotted.as_str(), None),
+        };
+        if self.is_local(first) {
+            return None;
+        }
+        let base = self
+            .context
+            .imports
+            .get(first)
+            .cloned()
+            .unwrap_or_else(|| first.to_owned());
+        Some(match rest {
+            Some(rest) => format!("{base}.{rest}"),
+            None => base,
+        })
+    }
+
+    pub(super) fn eval(&mut self, node: Node<'t>) -> Vals {
+        if self.depth > MOST_DEPTH {
+            return Vals::unknown();
+        }
+        self.depth += 1;
+        let vals = self.eval_inner(node);
+        self.depth -= 1;
+        vals
+    }
+
+    pub(super) fn eval_inner(&mut self, node: Node<'t>) -> Vals {
+        let text = self.text;
+        match node.kind() {
+            "identifier" => self.value_of_name(text_of(node, text)),
+            "attribute" => {
+                let attr = node
+                    .child_by_field_name("attribute")
+                    .map_or("", |a| text_of(a, text));
+                let Some(object) = node.child_by_field_name("object") else {
+                    return Vals::unknown();
+                };
+                let objects = self.eval(object);
+                if models::meta_attribute(attr) || attr == "grad" {
+                    return Vals::meta();
+                }
+                let state = models::state_attribute(attr);
+                objects.map(|val| {
+                    let shape = if state { Shape::Tensor } else { val.shape };
+                    val.attribute(attr).shaped(shape)
+                })
+            }
+            "subscript" => {
+                let Some(value) = node.child_by_field_name("value") else {
+                    return Vals::unknown();
+                };
+                let mut cursor = node.walk();
+                let indices: Vec<Node<'t>> = node
+                    .children_by_field_name("subscript", &mut cursor)
+                    .collect();
+                for index in indices {
+                    self.eval(index);
+                }
+                self.eval(value).map(|mut v| {
+                    v.copied = v.copied.filter(|_| v.shape != Shape::Meta);
+                    v
+                })
+            }
+            "call" => self.call(node, false),
+            "parenthesized_expression"
+            | "await"
+            | "list_splat"
+            | "dictionary_splat"
+            | "not_operator"
+            | "keyword_argument"
+            | "type" => {
+                let mut out = Vals::default();
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                let keyword_value = node.child_by_field_name("value");
+                for child in children {
+                    if node.kind() == "keyword_argument" && Some(child) != keyword_value {
+                        continue;
+                    }
+                    out.extend(self.eval(child));
+                }
+                if node.kind() == "not_operator" {
+                    return Vals::meta();
+                }
+                out
+            }
+            "conditional_expression"
+            | "boolean_operator"
+            | "list"
+            | "tuple"
+            | "set"
+            | "expression_list"
+            | "dictionary"
+            | "pair" => {
+                let mut out = Vals::default();
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                let pair_key = node.child_by_field_name("key");
+                for (i, child) in children.into_iter().enumerate() {
+                    let vals = self.eval(child);
+                    // The condition of `a if c else b` is no value of it.
+                    let condition = node.kind() == "conditional_expression" && i == 1;
+                    if !condition && Some(child) != pair_key {
+                        out.extend(vals);
+                    }
+                }
+                if out.0.is_empty() {
+                    return Vals::fresh();
+                }
+                out
+            }
+            "list_comprehension"
+            | "set_comprehension"
+            | "generator_expression"
+            | "dictionary_comprehension" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in &children {
+                    if child.kind() == "for_in_clause" {
+                        let items = child
+                            .child_by_field_name("right")
+                            .map(|r| self.eval(r))
+                            .unwrap_or_default();
+                        if let Some(left) = child.child_by_field_name("left") {
+                            self.bind_items(left, items);
+                        }
+                    } else if child.kind() == "if_clause" {
+                        self.eval(*child);
+                    }
+                }
+                match node.child_by_field_name("body") {
+                    Some(body) => self.eval(body),
+                    None => Vals::fresh(),
+                }
+            }
+            "named_expression" => {
+                let vals = node
+                    .child_by_field_name("value")
+                    .map(|v| self.eval(v))
+                    .unwrap_or_default();
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.bind(name, vals.clone());
+                }
+                vals
+            }
+            "binary_operator" | "unary_operator" | "comparison_operator" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.eval(child);
+                }
+                if node.kind() == "comparison_operator" {
+                    Vals::meta()
+                } else {
+                    Vals::fresh()
+                }
+            }
+            "string"
+            | "concatenated_string"
+            | "integer"
+            | "float"
+            | "true"
+            | "false"
+            | "none"
+            | "ellipsis" => Vals::meta(),
+            "lambda" => Vals::fresh(),
+            _ => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.eval(child);
+                }
+                Vals::unknown()
+            }
+        }
+    }
+
+    /// A call: its arguments' values recorded, its effect (through the
+    /// models) noted, and its value. `statement`: its value is dropped.
+    pub(super) fn call(&mut self, node: Node<'t>, statement: bool) -> Vals {
+        let text = self.text;
+        let Some(function) = node.child_by_field_name("function") else {
+            return Vals::unknown();
+        };
+        let mut values = CallValues {
+            start: node.start_byte(),
+            partial: crate::syntax::dotted_name(function, text)
+                .is_some_and(|d| d == "partial" || d.ends_with(".partial")),
+            ..CallValues::default()
+        };
+        let mut argument_nodes: Vec<Node<'t>> = Vec::new();
+        let mut keyword_nodes: Vec<(String, Node<'t>)> = Vec::new();
+        if let Some(arguments) = node.child_by_field_name("arguments") {
+            if arguments.kind() == "generator_expression" {
+                values.positional.push(self.eval(arguments));
+                argument_nodes.push(arguments);
+            } else {
+                let mut cursor = arguments.walk();
+                let children: Vec<Node<'t>> = arguments.named_children(&mut cursor).collect();
+                for argument in children {
+                    match argument.kind() {
+                        "keyword_argument" => {
+                            let name = argument
+                                .child_by_field_name("name")
+                                .map_or("", |n| text_of(n, text))
+                                .to_owned();
+                            let vals = argument
+                                .child_by_field_name("value")
+                                .map(|v| self.eval(v))
+                                .unwrap_or_default();
+                            if let Some(value) = argument.child_by_field_name("value") {
+                                keyword_nodes.push((name.clone(), value));
+                            }
+                            values.keywords.push((name.into(), vals));
+                        }
+                        "list_splat" | "dictionary_splat" => {
+                            values.splat = true;
+                            self.eval(argument);
+                        }
+                        "comment" => {}
+                        _ => {
+                            let vals = self.eval(argument);
+                            if !values.splat {
+                                values.positional.push(vals);
+                                argument_nodes.push(argument);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let positional = values.positional.len();
+        let result = match function.kind() {
+            "attribute" => {
+                let method = function
+                    .child_by_field_name("attribute")
+                    .map_or("", |a| text_of(a, text))
+                    .to_owned();
+                if let Some(path) = self.library_path(function) {
+                    if let Some(model) = models::function_model(&path) {
+                        let result = self.function_model(
+                            model,
+                            node,
+                            &values,
+                            &argument_nodes,
+                            &keyword_nodes,
+                            &path,
+                        );
+                        self.facts.calls.push(values);
+                        return result;
+                    }
+                    if matches!(
+                        path.as_str(),
+                        "itertools.chain" | "itertools.chain.from_iterable" | "itertools.islice"
+                    ) {
+                        let mut out = Vals::default();
+                        for vals in &values.positional {
+                            out.extend(vals.clone());
+                        }
+                        self.facts.calls.push(values);
+                        return out;
+                    }
+                }
+                let receiver_node = function.child_by_field_name("object");
+                let receiver = receiver_node.map(|r| self.eval(r)).unwrap_or_default();
+                values.receiver = Some(receiver.clone());
+                match models::method_model(&method, positional) {
+                    Some(model) => self.method_model(
+                        model,
+                        &method,
+                        node,
+                        receiver_node,
+                        receiver,
+                        &values,
+                        &argument_nodes,
+                        statement,
+                    ),
+                    None if matches!(method.as_str(), "pre_forward" | "post_forward") => {
+                        self.facts.effects.push(LocalEffect {
+                            kind: Kind::Delegate,
+                            line: Self::line(node),
+                            detail: format!("delegates to other hooks' {method}"),
+                            on: None,
+                            discount: None,
+                            acts: Acts::Tensor,
+                        });
+                        Vals::one(Val::returned(node.start_byte(), None))
+                    }
+                    None => {
+                        self.container_store(receiver_node, &method, &values);
+                        if matches!(
+                            method.as_str(),
+                            "get" | "pop" | "setdefault" | "__getitem__"
+                        ) {
+                            receiver
+                        } else if !receiver.0.is_empty()
+                            && receiver.iter().all(|v| v.shape == Shape::Tensor)
+                        {
+                            // A tensor's method: a new tensor.
+                            Vals::fresh()
+                        } else {
+                            let class = crate::syntax::dotted_name(function, text)
+                                .filter(|d| names_a_class(d));
+                            Vals::one(Val::returned(node.start_byte(), class.as_deref()))
+                        }
+                    }
+                }
+            }
+            "identifier" => {
+                let name = text_of(function, text);
+                if self.is_local(name) {
+                    Vals::one(Val::returned(node.start_byte(), None))
+                } else if let Some(path) = self.library_path(function)
+                    && let Some(model) = models::function_model(&path)
+                {
+                    self.function_model(
+                        model,
+                        node,
+                        &values,
+                        &argument_nodes,
+                        &keyword_nodes,
+                        &path,
+                    )
+                } else if name == "super" {
+                    self.value_of_name(self.params.first().map_or("self", String::as_str))
+                } else if name == "getattr" {
+                    let object = values.positional.first().cloned().unwrap_or_default();
+                    let attr = argument_nodes
+                        .get(1)
+                        .filter(|n| n.kind() == "string")
+                        .map(|n| string_content(*n, text));
+                    match attr {
+                        Some(attr) if models::meta_attribute(&attr) => Vals::meta(),
+                        Some(attr) => object.map(|v| {
+                            let shape = if models::state_attribute(&attr) {
+                                Shape::Tensor
+                            } else {
+                                v.shape
+                            };
+                            v.attribute(&attr).shaped(shape)
+                        }),
+                        None => object,
+                    }
+                } else if name == "setattr" {
+                    self.setattr(node, &values, &argument_nodes);
+                    Vals::meta()
+                } else if models::passes_through(name) || name == "map" {
+                    let mut out = Vals::default();
+                    for vals in &values.positional {
+                        out.extend(vals.clone());
+                    }
+                    if out.0.is_empty() { Vals::fresh() } else { out }
+                } else if models::makes_meta(name) {
+                    Vals::meta()
+                } else {
+                    let class = Some(name).filter(|n| names_a_class(n));
+                    Vals::one(Val::returned(node.start_byte(), class))
+                }
+            }
+            _ => {
+                self.eval(function);
+                Vals::one(Val::returned(node.start_byte(), None))
+            }
+        };
+        self.facts.calls.push(values);
+        result
+    }
+}

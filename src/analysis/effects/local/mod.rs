@@ -1,0 +1,601 @@
+//! One function's own effects, read from its body in one walk: which values
+//! it moves, casts, frees, swaps, gathers or waits on (each named by where
+//! the value comes from, [`Val`]), what its receiver and arguments are at
+//! every call it makes, what it stores on `self`, and what its locals hold
+//! for the closures inside it. Plain data: no tree is kept.
+//!
+//! What torch does decides what is an effect, not names:
+//! - `module.to(d)`, `.cuda()`, `.cpu()`, `.half()` on an object move it in
+//!   place (a module); on a tensor they return a copy, which is an effect
+//!   only where it is stored back into module state (`p.data = p.data.to(d)`,
+//!   `module._parameters[k] = ...`, `self.w = self.w.to(d)`) or handed to an
+//!   asynchronous transfer (`non_blocking=True`, pinned memory). A copy bound
+//!   to a local (`w = self.weight.to(x.device)`) is ordinary compute.
+//! - `.data =`, `set_`, `untyped_storage().resize_` swap, free or allocate a
+//!   tensor's storage; `copy_` into a tensor from another device is a
+//!   transfer, a same-device `copy_` (a KV cache) is not.
+//! - collectives, waits on their handles, stream and event waits,
+//!   `synchronize()` and RNG changes, through [`super::models`].
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::analysis::effects::models::{self};
+use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::syntax::text_of;
+
+mod calls;
+mod expr;
+mod store;
+
+/// What an effect does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Moves module state to another device.
+    Move,
+    /// Casts module state to another dtype in place.
+    Cast,
+    /// Points module state at other storage (`.data =`, `set_`).
+    Swap,
+    /// Frees or allocates storage (`untyped_storage().resize_`).
+    Storage,
+    /// Copies into a tensor from another device or pinned memory.
+    CopyIn,
+    /// Gathers, broadcasts or scatters tensors across ranks.
+    Collective,
+    /// Waits for an asynchronous collective or a future.
+    Wait,
+    /// Orders streams or keeps a tensor alive on one.
+    Stream,
+    /// Waits for the device.
+    Sync,
+    /// Changes RNG state.
+    Rng,
+    /// Runs other hooks' `pre_forward` / `post_forward`.
+    Delegate,
+}
+
+impl Kind {
+    /// The name the JSON output and `--explain` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Move => "move",
+            Kind::Cast => "cast",
+            Kind::Swap => "swap",
+            Kind::Storage => "storage",
+            Kind::CopyIn => "copy",
+            Kind::Collective => "collective",
+            Kind::Wait => "wait",
+            Kind::Stream => "stream",
+            Kind::Sync => "sync",
+            Kind::Rng => "rng",
+            Kind::Delegate => "delegate",
+        }
+    }
+
+    /// Effects on the device as a whole, not on one value.
+    pub fn device_wide(self) -> bool {
+        matches!(self, Kind::Sync | Kind::Rng | Kind::Delegate)
+    }
+}
+
+/// One effect (or a sign that is none, with the reason) in a function's body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalEffect {
+    pub kind: Kind,
+    pub line: usize,
+    /// What it does, in words: "moves `module` to a device via .to(...)".
+    pub detail: String,
+    /// The value it acts on; `None` for the device as a whole.
+    pub on: Option<Val>,
+    /// Why it is no effect on module state, when that is clear here.
+    pub discount: Option<String>,
+    /// What the value acted on must be for this to act on module state.
+    pub acts: Acts,
+}
+
+/// What an effect's value must be for the effect to touch module state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Acts {
+    /// Acts in place on an object that is a module if it is anything
+    /// (`m.to(d)` as a statement, `m.unshard()`): module state whatever
+    /// gave the object.
+    Object,
+    /// Acts on a tensor (a collective's argument, `.data =`, a storage):
+    /// module state only where the tensor comes from the module.
+    #[default]
+    Tensor,
+    /// `x = x.to(d)`: a module moved in place if `x` is the module, a
+    /// tensor's copy rebound otherwise.
+    Rebound,
+}
+
+/// One store into `self.<attr>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelfStore {
+    pub attr: Box<str>,
+    /// What was stored was made here (the object's own data): a tensor it
+    /// created, a literal, a container, or the attribute's own value again.
+    pub own: bool,
+    /// The classes of the instances stored, where they were made by a
+    /// class's call (`self.offloaders[k] = Offloader(p)`).
+    pub classes: Vec<Box<str>>,
+}
+
+/// The receiver and arguments of one call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallValues {
+    pub start: usize,
+    pub receiver: Option<Vals>,
+    pub positional: Vec<Vals>,
+    pub keywords: Vec<(Box<str>, Vals)>,
+    /// `*args` or `**kwargs` among the arguments: positions after it are
+    /// unknown.
+    pub splat: bool,
+    /// A `functools.partial(f, *bound)`: its value calls `f` with these
+    /// arguments first.
+    pub partial: bool,
+}
+
+/// One function's facts for the effect analysis.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalFacts {
+    pub effects: Vec<LocalEffect>,
+    /// By start byte, in order.
+    pub calls: Vec<CallValues>,
+    /// `self.<attr>` set (or filled: `append`, `[k] =`) here.
+    pub self_stores: Vec<SelfStore>,
+    /// What its locals hold, for the functions nested in it.
+    pub locals: Vec<(Box<str>, Vals)>,
+    /// What its `return` statements (a lambda's body) hand back.
+    pub returns: Vals,
+}
+
+impl LocalFacts {
+    pub fn call_at(&self, start: usize) -> Option<&CallValues> {
+        self.calls
+            .binary_search_by_key(&start, |c| c.start)
+            .ok()
+            .map(|i| &self.calls[i])
+    }
+}
+
+/// What the walk needs to know of the function's surroundings.
+pub struct Context<'a> {
+    /// Bound name -> absolute dotted path, for the module's imports.
+    pub imports: &'a HashMap<String, String>,
+    /// Whether a function around this one binds the name.
+    pub outer_binds: &'a dyn Fn(&str) -> bool,
+    /// Whether the function is a method whose first parameter is the
+    /// instance.
+    pub method: bool,
+    /// Keep the locals (the function has closures).
+    pub keep_locals: bool,
+}
+
+/// Deepest expression nesting followed; deeper is of unknown value.
+pub(super) const MOST_DEPTH: usize = 200;
+
+/// Reads the effects of `function` (a `def` or `lambda`).
+pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> LocalFacts {
+    let params = crate::syntax::parameter_names(function, text);
+    let mut walker = Walker {
+        text,
+        function,
+        params,
+        context,
+        env: HashMap::new(),
+        facts: LocalFacts::default(),
+        depth: 0,
+        timing: None,
+    };
+    if let Some(body) = function.child_by_field_name("body") {
+        if function.kind() == "lambda" {
+            let vals = walker.eval(body);
+            walker.facts.returns.extend(vals);
+        } else {
+            walker.block(body);
+        }
+    }
+    let mut facts = walker.facts;
+    facts.calls.sort_by_key(|c| c.start);
+    facts.calls.dedup_by_key(|c| c.start);
+    if context.keep_locals {
+        let mut locals: Vec<(Box<str>, Vals)> = walker
+            .env
+            .into_iter()
+            .map(|(name, vals)| (name.into_boxed_str(), vals))
+            .collect();
+        locals.sort_by(|a, b| a.0.cmp(&b.0));
+        for (i, name) in walker.params.iter().enumerate() {
+            if !locals.iter().any(|(n, _)| **n == **name) {
+                locals.push((
+                    name.clone().into_boxed_str(),
+                    Vals::one(Val::new(Root::Param(i as u16), Shape::Object)),
+                ));
+            }
+        }
+        facts.locals = locals;
+    }
+    facts
+}
+
+struct Walker<'a, 't> {
+    text: &'a str,
+    function: Node<'t>,
+    params: Vec<String>,
+    context: &'a Context<'a>,
+    env: HashMap<String, Vals>,
+    facts: LocalFacts,
+    depth: usize,
+    /// Whether the function times itself or reads memory statistics (asked
+    /// once, when a sync is met).
+    timing: Option<Option<&'static str>>,
+}
+
+impl<'t> Walker<'_, 't> {
+    fn line(node: Node<'_>) -> usize {
+        node.start_position().row + 1
+    }
+
+    fn spelled(&self, node: Node<'_>) -> String {
+        crate::syntax::short(text_of(node, self.text))
+    }
+
+    fn effect(&mut self, kind: Kind, node: Node<'_>, detail: String, on: Option<Val>) {
+        let discount = match &on {
+            Some(val) if val.is_fresh() => Some(format!(
+                "`{}` is made here: {} acts on no module state",
+                self.root_spelling(node),
+                kind.name()
+            )),
+            _ => None,
+        };
+        self.facts.effects.push(LocalEffect {
+            kind,
+            line: Self::line(node),
+            detail,
+            on,
+            discount,
+            acts: Acts::Tensor,
+        });
+    }
+
+    fn discount(
+        &mut self,
+        kind: Kind,
+        node: Node<'_>,
+        detail: String,
+        on: Option<Val>,
+        why: String,
+    ) {
+        self.facts.effects.push(LocalEffect {
+            kind,
+            line: Self::line(node),
+            detail,
+            on,
+            discount: Some(why),
+            acts: Acts::Tensor,
+        });
+    }
+
+    /// The leftmost name of an expression, for messages.
+    fn root_spelling(&self, node: Node<'_>) -> String {
+        crate::syntax::root_name(node, self.text).map_or_else(|| self.spelled(node), str::to_owned)
+    }
+
+    // -- statements ---------------------------------------------------------
+
+    fn block(&mut self, block: Node<'t>) {
+        let mut cursor = block.walk();
+        let children: Vec<Node<'t>> = block.named_children(&mut cursor).collect();
+        for statement in children {
+            self.statement(statement);
+        }
+    }
+
+    fn statement(&mut self, node: Node<'t>) {
+        match node.kind() {
+            "expression_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "assignment" => self.assignment(child),
+                        "augmented_assignment" => self.augmented(child),
+                        "call" => {
+                            self.call(child, true);
+                        }
+                        _ => {
+                            self.eval(child);
+                        }
+                    }
+                }
+            }
+            "return_statement" => {
+                if let Some(value) = node.named_child(0) {
+                    let vals = self.eval(value);
+                    self.facts.returns.extend(vals);
+                }
+            }
+            "for_statement" => {
+                let items = node
+                    .child_by_field_name("right")
+                    .map(|r| self.eval(r))
+                    .unwrap_or_default();
+                if let Some(left) = node.child_by_field_name("left") {
+                    self.bind_items(left, items);
+                }
+                for field in ["body", "alternative"] {
+                    if let Some(body) = node.child_by_field_name(field) {
+                        self.nested(body);
+                    }
+                }
+            }
+            "with_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    match child.kind() {
+                        "with_clause" => self.with_clause(child),
+                        "block" => self.block(child),
+                        _ => {}
+                    }
+                }
+            }
+            "function_definition" | "class_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    let name = text_of(name, self.text).to_owned();
+                    self.env.insert(name, Vals::fresh());
+                }
+            }
+            "decorated_definition" => {
+                if let Some(definition) = node.child_by_field_name("definition") {
+                    self.statement(definition);
+                }
+            }
+            "import_statement" | "import_from_statement" | "future_import_statement" => {
+                self.local_import(node);
+            }
+            "global_statement" | "nonlocal_statement" | "pass_statement" | "break_statement"
+            | "continue_statement" | "comment" => {}
+            _ => self.nested(node),
+        }
+    }
+
+    /// A compound statement's parts: blocks walked, conditions evaluated.
+    fn nested(&mut self, node: Node<'t>) {
+        if node.kind() == "block" {
+            self.block(node);
+            return;
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        for child in children {
+            match child.kind() {
+                "block" => self.block(child),
+                "elif_clause"
+                | "else_clause"
+                | "except_clause"
+                | "finally_clause"
+                | "case_clause"
+                | "except_group_clause" => self.nested(child),
+                k if k.ends_with("_statement") => self.statement(child),
+                "comment" => {}
+                _ => {
+                    self.eval(child);
+                }
+            }
+        }
+    }
+
+    fn with_clause(&mut self, clause: Node<'t>) {
+        let mut cursor = clause.walk();
+        let items: Vec<Node<'t>> = clause.named_children(&mut cursor).collect();
+        for item in items {
+            let Some(value) = item.child_by_field_name("value") else {
+                continue;
+            };
+            if value.kind() == "as_pattern" {
+                let vals = value
+                    .named_child(0)
+                    .map(|v| self.eval(v))
+                    .unwrap_or_default();
+                if let Some(alias) = value.child_by_field_name("alias") {
+                    self.bind(alias, vals);
+                }
+            } else {
+                self.eval(value);
+            }
+        }
+    }
+
+    fn local_import(&mut self, node: Node<'t>) {
+        // `import torch.distributed as dist` inside the function.
+        let text = self.text;
+        let module = node
+            .child_by_field_name("module_name")
+            .map(|m| crate::syntax::strip_space(text_of(m, text)));
+        let mut cursor = node.walk();
+        for name in node.children_by_field_name("name", &mut cursor) {
+            let (dotted, alias) = match name.kind() {
+                "aliased_import" => (
+                    name.child_by_field_name("name"),
+                    name.child_by_field_name("alias"),
+                ),
+                _ => (Some(name), None),
+            };
+            let Some(dotted) = dotted else { continue };
+            let dotted = crate::syntax::strip_space(text_of(dotted, text));
+            let full = match &module {
+                Some(module) => format!("{module}.{dotted}"),
+                None => dotted.clone(),
+            };
+            let bound = match alias {
+                Some(alias) => text_of(alias, text).to_owned(),
+                None if module.is_none() => dotted.split('.').next().unwrap_or("").to_owned(),
+                None => dotted.clone(),
+            };
+            let path = if alias.is_none() && module.is_none() {
+                bound.clone()
+            } else {
+                full
+            };
+            self.env.insert(
+                bound,
+                Vals::one(Val::new(Root::Global(path.into()), Shape::Object)),
+            );
+        }
+    }
+
+    fn assignment(&mut self, node: Node<'t>) {
+        let Some(right) = node.child_by_field_name("right") else {
+            return;
+        };
+        let vals = if right.kind() == "assignment" {
+            self.assignment(right);
+            right
+                .child_by_field_name("left")
+                .map(|l| self.eval(l))
+                .unwrap_or_default()
+        } else {
+            self.eval(right)
+        };
+        if let Some(left) = node.child_by_field_name("left") {
+            self.store(left, vals, Some(right));
+        }
+    }
+
+    fn augmented(&mut self, node: Node<'t>) {
+        if let Some(right) = node.child_by_field_name("right") {
+            self.eval(right);
+        }
+        if let Some(left) = node.child_by_field_name("left") {
+            self.eval(left);
+            // `self.total += x`: the object's own data, computed.
+            if let Some(attr) = self.self_attribute(left) {
+                self.self_store(attr, &Vals::fresh());
+            }
+        }
+    }
+
+    /// `self.<attr>` (or `self.<attr>[k]`) as written on the left.
+    fn self_attribute(&self, node: Node<'_>) -> Option<String> {
+        let mut current = node;
+        loop {
+            match current.kind() {
+                "subscript" => current = current.child_by_field_name("value")?,
+                "attribute" => {
+                    let object = current.child_by_field_name("object")?;
+                    if object.kind() == "identifier" && self.is_self(text_of(object, self.text)) {
+                        return Some(
+                            text_of(current.child_by_field_name("attribute")?, self.text)
+                                .to_owned(),
+                        );
+                    }
+                    current = object;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Notes a store of `vals` into `self.<attr>`.
+    fn self_store(&mut self, attr: String, vals: &Vals) {
+        let self_index = 0u16;
+        let own = vals.iter().all(|v| {
+            v.is_fresh()
+                || (v.root == Root::Param(self_index) && v.attr.as_deref() == Some(attr.as_str()))
+        }) && !vals.0.is_empty();
+        let mut classes: Vec<Box<str>> = Vec::new();
+        for val in vals.iter() {
+            if let Some(class) = &val.class
+                && !classes.contains(class)
+            {
+                classes.push(class.clone());
+            }
+        }
+        self.facts.self_stores.push(SelfStore {
+            attr: attr.into(),
+            own,
+            classes,
+        });
+    }
+
+    fn is_self(&self, name: &str) -> bool {
+        self.context.method
+            && self.params.first().is_some_and(|p| p == name)
+            && !self.env.contains_key(name)
+    }
+}
+
+/// Whether a callee's name says it is a class (`Offloader`, `mod.Hook`):
+/// PEP 8's CapWords, not a CONSTANT.
+pub(super) fn names_a_class(dotted: &str) -> bool {
+    let last = dotted.rsplit('.').next().unwrap_or(dotted);
+    last.starts_with(|c: char| c.is_ascii_uppercase())
+        && last.chars().any(|c| c.is_ascii_lowercase())
+}
+
+/// What a `.to(...)`-like call copies to: a device, a dtype, either.
+pub(super) fn copy_of(method: &str, call: Node<'_>, text: &str) -> Copied {
+    let mut copied = Copied::default();
+    match method {
+        "cuda" | "cpu" | "xpu" | "npu" | "to_empty" => copied.device = true,
+        "half" | "float" | "double" | "bfloat16" | "type" => copied.dtype = true,
+        _ => {}
+    }
+    if let Some(arguments) = call.child_by_field_name("arguments") {
+        let mut cursor = arguments.walk();
+        for argument in arguments.named_children(&mut cursor) {
+            if argument.kind() == "keyword_argument"
+                && argument
+                    .child_by_field_name("name")
+                    .is_some_and(|n| text_of(n, text) == "non_blocking")
+            {
+                copied.non_blocking = argument
+                    .child_by_field_name("value")
+                    .is_none_or(|v| text_of(v, text) != "False");
+                continue;
+            }
+            match crate::analysis::arguments::argument_kind(argument, text) {
+                crate::analysis::arguments::Argument::Device => copied.device = true,
+                crate::analysis::arguments::Argument::Dtype => copied.dtype = true,
+                crate::analysis::arguments::Argument::Unknown => copied.device = true,
+                crate::analysis::arguments::Argument::Neither => {}
+            }
+        }
+    }
+    if !copied.device && !copied.dtype {
+        copied.device = true;
+    }
+    copied
+}
+
+pub(super) fn move_words(copied: Copied) -> (Kind, &'static str) {
+    if copied.device || copied.pinned {
+        (Kind::Move, "moves")
+    } else {
+        (Kind::Cast, "casts")
+    }
+}
+
+/// Whether `node` is a call of a storage factory (`torch.empty(0)`).
+pub(super) fn allocates_storage(node: Node<'_>, text: &str) -> bool {
+    node.kind() == "call"
+        && node
+            .child_by_field_name("function")
+            .and_then(|f| crate::syntax::dotted_name(f, text))
+            .is_some_and(|d| {
+                let last = d.rsplit('.').next().unwrap_or(&d);
+                models::STORAGE_FACTORIES.contains(&last)
+            })
+}
+
+pub(super) fn string_content(node: Node<'_>, text: &str) -> String {
+    text_of(node, text)
+        .trim_start_matches(|c: char| c.is_ascii_alphabetic())
+        .trim_matches(|c| c == '"' || c == '\'')
+        .to_owned()
+}

@@ -1,0 +1,237 @@
+//! Stores: what binding or storing a value does (a moved copy stored back
+//! into module state, `.data =`, a self attribute filled), and loop targets.
+
+use tree_sitter::Node;
+
+use super::{Acts, Kind, Walker, allocates_storage, move_words};
+use crate::analysis::effects::models::{self};
+use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::syntax::text_of;
+
+impl<'t> Walker<'_, 't> {
+    /// Binds `vals` to a target: a name, a pattern, or a place
+    /// (`obj.attr`, `obj[k]`), where storing may be an effect.
+    pub(super) fn store(&mut self, left: Node<'t>, vals: Vals, right: Option<Node<'t>>) {
+        match left.kind() {
+            "identifier" => {
+                let name = text_of(left, self.text);
+                // `p` of `for p in m.parameters()`: the data-flow step
+                // names it.
+                let vals = vals.map(|mut v| {
+                    if let Some(via) = &v.via
+                        && via.text.starts_with("comes from")
+                    {
+                        v.via = Some(std::sync::Arc::new(crate::analysis::effects::value::Via {
+                            text: format!("`{name}` {}", via.text),
+                            line: via.line,
+                        }));
+                    }
+                    v
+                });
+                // A parameter rebound keeps what it was handed too: the
+                // walk is not flow-sensitive, and the value first passed
+                // reaches the code before the rebinding.
+                if !self.env.contains_key(name) {
+                    let first = self.value_of_name(name);
+                    if first.iter().any(|v| matches!(v.root, Root::Param(_))) {
+                        self.env.insert(name.to_owned(), first);
+                    }
+                }
+                self.env.entry(name.to_owned()).or_default().extend(vals);
+            }
+            "attribute" => {
+                let Some(object) = left.child_by_field_name("object") else {
+                    return;
+                };
+                let attr = left
+                    .child_by_field_name("attribute")
+                    .map_or("", |a| text_of(a, self.text))
+                    .to_owned();
+                let objects = self.eval(object);
+                if let Some(attr_of_self) = self.self_attribute(left) {
+                    self.self_store(attr_of_self, &vals);
+                }
+                self.store_into(left, &objects, &attr, &vals, right);
+            }
+            "subscript" => {
+                let Some(object) = left.child_by_field_name("value") else {
+                    return;
+                };
+                if let Some(index) = left.child_by_field_name("subscript") {
+                    self.eval(index);
+                }
+                let containers = self.eval(object);
+                if object.kind() == "identifier"
+                    && let Some(held) = self.env.get_mut(text_of(object, self.text))
+                {
+                    held.extend(vals.clone());
+                }
+                if let Some(attr_of_self) = self.self_attribute(left) {
+                    self.self_store(attr_of_self, &vals);
+                }
+                self.store_into(left, &containers, "", &vals, right);
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "expression_list" | "tuple"
+            | "list" => {
+                let mut cursor = left.walk();
+                let parts: Vec<Node<'t>> = left.named_children(&mut cursor).collect();
+                for part in parts {
+                    self.store(part, vals.clone(), None);
+                }
+            }
+            "list_splat_pattern" | "parenthesized_expression" => {
+                if let Some(inner) = left.named_child(0) {
+                    self.store(inner, vals, right);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `object.attr = vals` (`attr` empty: `object[k] = vals`).
+    pub(super) fn store_into(
+        &mut self,
+        place: Node<'t>,
+        objects: &Vals,
+        attr: &str,
+        vals: &Vals,
+        right: Option<Node<'t>>,
+    ) {
+        let text = self.text;
+        let spelled = self.spelled(place);
+        let into_state = attr == "data"
+            || objects
+                .iter()
+                .any(|o| o.shape == Shape::Tensor && attr.is_empty())
+            || models::state_attribute(attr);
+        let storage_factory = right.is_some_and(|r| allocates_storage(r, text));
+        let source = right.map_or_else(|| "a value".to_owned(), |r| self.root_spelling(r));
+        for object in objects.iter().cloned() {
+            if let Some(copied) = vals.copied() {
+                // A moved copy stored into a place: back into module state,
+                // where it came from, or handed to an async transfer.
+                for val in vals.iter().filter(|v| v.copied.is_some()) {
+                    // Into module state: the tensor whose storage changes
+                    // (`p.data = ...`, `m._parameters[k] = ...`).
+                    let into = (attr == "data" || into_state) && !object.is_fresh();
+                    // Back where it came from (`self.w = self.w.to(d)`).
+                    let back = val.root == object.root
+                        && (val.attr.is_none() || val.attr == object.clone().attribute(attr).attr);
+                    if into || back || copied.non_blocking || copied.pinned {
+                        let (kind, what) = move_words(copied);
+                        let target = if into {
+                            if attr == "data" || attr.is_empty() {
+                                object.clone()
+                            } else {
+                                object.clone().attribute(attr)
+                            }
+                        } else if val.is_fresh() {
+                            object.clone()
+                        } else {
+                            val.clone()
+                        };
+                        self.effect(
+                            kind,
+                            place,
+                            format!("{what} `{source}` and stores it in `{spelled}`"),
+                            Some(target),
+                        );
+                    } else {
+                        self.discount(
+                            Kind::Move,
+                            place,
+                            format!("stores a moved copy in `{spelled}`"),
+                            Some(val.clone()),
+                            format!(
+                                "a copy kept aside in `{spelled}`: nothing is stored back into module state"
+                            ),
+                        );
+                    }
+                }
+                continue;
+            }
+            if !into_state || object.is_fresh() {
+                continue;
+            }
+            let swapped = !vals.all_fresh() || storage_factory;
+            if swapped {
+                let what = if storage_factory {
+                    "frees or allocates the storage of"
+                } else {
+                    "points at other storage:"
+                };
+                self.effect(
+                    if storage_factory {
+                        Kind::Storage
+                    } else {
+                        Kind::Swap
+                    },
+                    place,
+                    format!("{what} `{spelled}`"),
+                    Some(object),
+                );
+            } else {
+                self.discount(
+                    Kind::Swap,
+                    place,
+                    format!("writes a computed value into `{spelled}`"),
+                    Some(object),
+                    format!(
+                        "`{spelled}` is given values computed here, not moved, freed or gathered"
+                    ),
+                );
+            }
+        }
+    }
+
+    pub(super) fn moved_in_place(&mut self, node: Node<'t>, val: Val, copied: Copied, via: &str) {
+        let (kind, what) = move_words(copied);
+        let name = self.spelled(node);
+        if val.shape == Shape::Tensor {
+            self.discount(
+                kind,
+                node,
+                format!("{what} `{name}` via {via}"),
+                Some(val),
+                format!("`{name}` is a tensor: {via} makes a copy, and nothing is stored back"),
+            );
+        } else {
+            self.effect(kind, node, format!("{what} `{name}` via {via}"), Some(val));
+            self.acts_on_object();
+        }
+    }
+
+    /// The effect just noted acts in place on an object (see [`Acts`]).
+    pub(super) fn acts_on_object(&mut self) {
+        if let Some(last) = self.facts.effects.last_mut() {
+            last.acts = Acts::Object;
+        }
+    }
+
+    pub(super) fn bind(&mut self, target: Node<'t>, vals: Vals) {
+        self.store(target, vals, None);
+    }
+
+    /// Binds the items of `vals` (a loop over them) to `target`.
+    pub(super) fn bind_items(&mut self, target: Node<'t>, vals: Vals) {
+        match target.kind() {
+            // `for name, p in m.named_parameters()`: the first part names.
+            "pattern_list" | "tuple_pattern" | "tuple" => {
+                let mut cursor = target.walk();
+                let parts: Vec<Node<'t>> = target.named_children(&mut cursor).collect();
+                let last = parts.len().saturating_sub(1);
+                for (i, part) in parts.into_iter().enumerate() {
+                    let vals = if i < last && vals.iter().all(|v| v.via.is_some()) {
+                        Vals::meta()
+                    } else {
+                        vals.clone()
+                    };
+                    self.bind(part, vals);
+                }
+            }
+            _ => self.bind(target, vals),
+        }
+    }
+
+    // -- expressions --------------------------------------------------------
+}

@@ -1,0 +1,17 @@
+//! Effects: what each function does to module state, read once from its
+//! body ([`local`]), summarised once over the project's call graph
+//! ([`summary`]) and judged where a hook runs ([`judge`]), with the models
+//! of library code the project calls ([`models`]) and the values followed
+//! through a function ([`value`]).
+//!
+//! Arrows one way: `value` <- `models` <- `local` (per-file facts, built
+//! while the tree is at hand) <- `record` (what a summary holds) <- the
+//! project <- `dispatch`, `summary` <- `judge`.
+
+pub mod dispatch;
+pub mod judge;
+pub mod local;
+pub mod models;
+pub mod record;
+pub mod summary;
+pub mod value;

@@ -1,0 +1,155 @@
+//! The data a summary holds, below the project that computes it: what an
+//! effect acts on ([`Target`]), the effect with the chain that shows it
+//! ([`Effect`], [`Link`]), a function's [`Summary`], and the run's memo of
+//! summaries ([`Summaries`]), which the module cache keeps across rounds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::analysis::effects::local::{Acts, Kind};
+use crate::analysis::effects::value::{Shape, Via};
+use crate::analysis::reached::Step;
+
+/// A function of the project: its file and the start byte of its `def`.
+pub type FnKey = (PathBuf, usize);
+
+/// What an effect acts on, in the summarised function's terms.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// Its parameter `index` (`self` is 0 in a method), or the attribute
+    /// `attr` of it. `judged`: `attr` was asked of the class that owns it
+    /// and found able to hold module state.
+    Param {
+        index: u16,
+        attr: Option<Box<str>>,
+        judged: bool,
+        shape: Shape,
+    },
+    /// A parameter of a function around it (a closure's capture).
+    Captured {
+        function: FnKey,
+        index: u16,
+        attr: Option<Box<str>>,
+        judged: bool,
+    },
+    /// A module-level name.
+    Global(Box<str>),
+    /// What a call the analysis cannot see into returned.
+    Unknown,
+    /// What the function is handed where no call is written: a replayed
+    /// hook's submodule, a custom autograd Function's `ctx`, arguments
+    /// passed on with `*args`.
+    Handed,
+    /// The device as a whole (a sync, an RNG change).
+    Device,
+}
+
+/// One link of a persistent list of steps: extending a chain by a call costs
+/// one link, whatever its length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub step: Step,
+    pub next: Option<Arc<Link>>,
+}
+
+/// One effect of a function, with how it is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    pub kind: Kind,
+    pub target: Target,
+    /// What the sign does: "moves `p` via .to(...) and stores it in `p.data`".
+    pub detail: String,
+    /// How the value acted on came to be module state, where it did.
+    pub via: Option<Arc<Via>>,
+    /// Where the sign is.
+    pub path: PathBuf,
+    pub line: usize,
+    /// The calls from the summarised function to the one holding the sign;
+    /// `None` when the sign is in its own body.
+    pub chain: Option<Arc<Link>>,
+    pub length: u32,
+    /// What the value acted on must be for this to touch module state.
+    pub acts: Acts,
+}
+
+impl Effect {
+    /// The steps of its chain, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        let mut link = self.chain.as_deref();
+        while let Some(l) = link {
+            steps.push(l.step.clone());
+            link = l.next.as_deref();
+        }
+        steps
+    }
+
+    /// Shorter chains first, then by place: a deterministic best.
+    pub(crate) fn rank(&self) -> (u32, &Path, usize, &str) {
+        (self.length, &self.path, self.line, &self.detail)
+    }
+}
+
+/// A function's effects (at most one per kind and target, the
+/// best-ranked) and what it returns, in its own terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub effects: Vec<Effect>,
+    pub returns: Vec<Target>,
+}
+
+/// Most effects one summary keeps (the best-ranked): a function that
+/// touches hundreds of values is judged by its first ones.
+const MOST_EFFECTS: usize = 64;
+
+impl Summary {
+    pub(crate) fn from_effects(effects: Vec<Effect>) -> Summary {
+        let mut best: BTreeMap<(Kind, Target, Acts), Effect> = BTreeMap::new();
+        for effect in effects {
+            let key = (effect.kind, effect.target.clone(), effect.acts);
+            match best.get(&key) {
+                Some(known) if known.rank() <= effect.rank() => {}
+                _ => {
+                    best.insert(key, effect);
+                }
+            }
+        }
+        let mut effects: Vec<Effect> = best.into_values().collect();
+        if effects.len() > MOST_EFFECTS {
+            effects.sort_by(|a, b| a.rank().cmp(&b.rank()));
+            effects.truncate(MOST_EFFECTS);
+            effects.sort_by(|a, b| (a.kind, &a.target, a.acts).cmp(&(b.kind, &b.target, b.acts)));
+        }
+        Summary {
+            effects,
+            returns: Vec::new(),
+        }
+    }
+}
+
+/// The summaries of one run, kept across its rounds.
+#[derive(Debug, Default)]
+pub struct Summaries {
+    memo: Mutex<SummaryMemo>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct SummaryMemo {
+    pub(crate) done: HashMap<FnKey, Arc<Summary>>,
+    /// How many functions were summarised (each once).
+    pub(crate) computed: usize,
+}
+
+impl Summaries {
+    /// How many functions have been summarised so far.
+    pub fn computed(&self) -> usize {
+        self.lock().computed
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, SummaryMemo> {
+        self.memo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,141 @@
+//! One function's facts for the project, gathered while its module's tree
+//! is at hand: the calls it makes, its returns and decorators, how its
+//! authors fenced it, and its own effects (see
+//! [`crate::analysis::effects::local`]).
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::analysis::effects::local::LocalFacts;
+use crate::analysis::hook_values::Value;
+use crate::analysis::reached::Through;
+use crate::analysis::vocabulary::Vocabulary;
+use crate::syntax::{Enclosing, text_of};
+
+/// A call a function makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Callee {
+    /// `f(...)`
+    Name(String),
+    /// `receiver.method(...)`; the receiver as written, or `None` when it is
+    /// no plain dotted name (a call, a subscript).
+    Method {
+        receiver: Option<String>,
+        method: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFact {
+    pub callee: Callee,
+    pub line: usize,
+    /// Start byte, for the order of calls in a body.
+    pub start: usize,
+    /// The first positional argument as written (`module`, `*args`).
+    pub first_argument: Option<String>,
+    /// The callee's name (a receiver's first part) is bound here by
+    /// something other than an import — a parameter, an assignment, a loop,
+    /// `with`/`except` target, walrus, comprehension variable or `match`
+    /// capture, asked of the file's scope model — so it is not the imported
+    /// function of that name, whatever the module imports.
+    pub not_the_import: bool,
+    /// Not a call written here but a function reached another way
+    /// (`queries/handed.scm`).
+    pub through: Option<Through>,
+}
+
+/// One `def` or `lambda` of a module.
+#[derive(Debug, Clone)]
+pub struct FunctionFact {
+    /// Python's `__qualname__`.
+    pub qualname: String,
+    pub name: String,
+    /// 1-based line and column of the `def` / `lambda`.
+    pub line: usize,
+    pub column: usize,
+    /// The class whose `self` its body sees: the class it is defined in, or
+    /// for a closure, the class of the method around it.
+    pub self_class: Option<String>,
+    /// Whether it is defined directly in that class's body (a method).
+    pub is_method: bool,
+    /// The start byte of the function it is nested in, if any.
+    pub outer: Option<usize>,
+    pub start: usize,
+    /// How its authors fenced it, if they did (`@compiler.disable`).
+    pub fenced: Option<String>,
+    pub calls: Vec<CallFact>,
+    /// Local names whose class an assignment tells (`h = Handle(...)`).
+    pub locals: HashMap<String, String>,
+    pub parameters: Vec<String>,
+    /// For each parameter, whether it has a default value.
+    pub defaulted: Vec<bool>,
+    /// What its `return` statements hand back.
+    pub returns: Vec<Value>,
+    /// Names it binds to an original forward (`old = m.forward`).
+    pub saved_forwards: Vec<String>,
+    /// `name = value` in its body, in the order of the text.
+    pub assigned: Vec<(String, Value)>,
+    /// Decorated `@staticmethod`: no instance is bound to its first
+    /// parameter.
+    pub static_method: bool,
+    /// Decorated `@classmethod`: the class is bound to its first parameter.
+    pub class_method: bool,
+    /// Its own effects and the values at its calls (see
+    /// [`crate::analysis::effects::local`]).
+    pub local: LocalFacts,
+}
+
+pub(crate) fn function_fact(
+    def: Node<'_>,
+    name: String,
+    text: &str,
+    bindings: &crate::analysis::fences::Bindings,
+    vocabulary: &Vocabulary,
+    functions: &Enclosing<'_>,
+    classes: &Enclosing<'_>,
+) -> FunctionFact {
+    let class = classes.around(def);
+    let outer = functions.around(def);
+    // Directly in the class body (maybe decorated): no function between.
+    let is_method = class.is_some_and(|c| outer.is_none_or(|f| f.start_byte() < c.start_byte()));
+    let fenced = crate::analysis::fences::decorators(def)
+        .into_iter()
+        .find_map(|d| {
+            let callee = crate::analysis::fences::decorator_callee(d, text)?;
+            crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary)
+                .then(|| text_of(d, text).split_whitespace().collect::<String>())
+        });
+    let offset = def.start_byte();
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    FunctionFact {
+        qualname: String::new(),
+        name,
+        line: def.start_position().row + 1,
+        column: text[line_start..offset].chars().count() + 1,
+        self_class: class
+            .and_then(|c| c.child_by_field_name("name"))
+            .map(|n| text_of(n, text).to_owned()),
+        is_method,
+        outer: outer.map(|f| f.start_byte()),
+        start: def.start_byte(),
+        fenced,
+        static_method: decorated_with(def, text, "staticmethod"),
+        class_method: decorated_with(def, text, "classmethod"),
+        local: LocalFacts::default(),
+        calls: Vec::new(),
+        locals: HashMap::new(),
+        parameters: crate::syntax::parameter_names(def, text),
+        defaulted: crate::syntax::parameter_defaults(def),
+        returns: Vec::new(),
+        saved_forwards: Vec::new(),
+        assigned: Vec::new(),
+    }
+}
+
+/// Whether `def` carries the decorator `@name` (bare).
+fn decorated_with(def: Node<'_>, text: &str, name: &str) -> bool {
+    crate::analysis::fences::decorators(def)
+        .into_iter()
+        .any(|d| text_of(d, text).trim_start_matches('@').trim() == name)
+}
