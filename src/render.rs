@@ -274,8 +274,9 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
             let c = &site.candidate;
             let what = match &site.status {
                 Status::NotOffload => format!(
-                    "skipped {}: not offload: no device move, cast, stream sync or delegation in its body ({}); {}",
+                    "skipped {}: not offload: {} ({}); {}",
                     c.qualname,
+                    site.not_offload_reason(),
                     site.why_hook,
                     if c.backward.is_some() {
                         "backward hooks are never fenced"

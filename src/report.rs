@@ -17,10 +17,7 @@ fn reason(site: &HookSite) -> String {
     match &site.status {
         Status::Unfenced { evidence } => format!("{evidence}; {why}"),
         Status::Fenced(how) => format!("fenced by {how}; {why}"),
-        Status::NotOffload if site.discounted.is_empty() => {
-            format!("no device move, cast, stream sync or delegation; {why}")
-        }
-        Status::NotOffload => format!("no offload work ({}); {why}", site.discounted.join("; ")),
+        Status::NotOffload => format!("{}; {why}", site.not_offload_reason()),
         Status::OptedOut { line } => {
             format!("commented-out disable decorator on line {line}; {why}")
         }
@@ -429,7 +426,7 @@ pub fn explain(analysis: &Analysis, target: &str) -> Option<Vec<String>> {
     }
     lines.push("  evidence:".to_owned());
     if site.evidence.is_empty() {
-        lines.push("    none: no sign of offload work in its body or in what it calls".to_owned());
+        lines.push(format!("    none: {}", crate::analysis::verdict::NO_EFFECT));
     }
     for step in &site.evidence {
         lines.push(format!(

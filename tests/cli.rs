@@ -742,7 +742,7 @@ fn backward_hooks_without_offload_work_are_not_offload_and_all_hooks_does_not_fe
     run.expect_code(0);
     assert!(
         run.stderr.contains(
-            "watch.py:6:1: skipped grads: not offload: no device move, cast, stream sync or delegation in its body (registered with register_full_backward_hook at watch.py:11); backward hooks are never fenced"
+            "watch.py:6:1: skipped grads: not offload: no effect on module state in its body or in what it calls (registered with register_full_backward_hook at watch.py:11); backward hooks are never fenced"
         ),
         "{run}"
     );

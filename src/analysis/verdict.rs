@@ -69,6 +69,22 @@ pub struct HookSite {
     pub discovered_by: Vec<Found>,
 }
 
+/// What a hook that is no offload hook does, as every output says it.
+pub const NO_EFFECT: &str = "no effect on module state in its body or in what it calls";
+
+impl HookSite {
+    /// Why it is no offload hook: its discounted signs, or that none was
+    /// found. The list, the JSON, `--explain` and the stderr note say the
+    /// same.
+    pub fn not_offload_reason(&self) -> String {
+        if self.discounted.is_empty() {
+            NO_EFFECT.to_owned()
+        } else {
+            format!("no offload work ({})", self.discounted.join("; "))
+        }
+    }
+}
+
 /// One step from a hook to its evidence: a call into another function, or
 /// the sign itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

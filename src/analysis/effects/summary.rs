@@ -247,6 +247,17 @@ impl ProjectIndex<'_> {
                     continue;
                 }
                 let callee_fact = &callee.0.functions[callee.1];
+                // Calling a generator runs none of its body; entering or
+                // iterating what it returns does.
+                if callee_fact.local.generator
+                    && call.through.is_none()
+                    && !function
+                        .local
+                        .call_at(call.start)
+                        .is_some_and(|values| values.entered)
+                {
+                    continue;
+                }
                 let step = Step {
                     qualname: callee_fact.qualname.clone(),
                     path: callee.0.path.clone(),

@@ -207,6 +207,15 @@ impl<'t> Walker<'_, 't> {
             | "none"
             | "ellipsis" => Vals::meta(),
             "lambda" => Vals::fresh(),
+            "yield" => {
+                self.facts.generator = true;
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    self.eval(child);
+                }
+                Vals::unknown()
+            }
             _ => {
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();

@@ -136,6 +136,9 @@ pub struct CallValues {
     /// A `functools.partial(f, *bound)`: its value calls `f` with these
     /// arguments first.
     pub partial: bool,
+    /// Its value is entered (`with f():`) or iterated (`for x in f():`)
+    /// here, so a generator it calls runs.
+    pub entered: bool,
 }
 
 /// One function's facts for the effect analysis.
@@ -150,6 +153,10 @@ pub struct LocalFacts {
     pub locals: Vec<(Box<str>, Vals)>,
     /// What its `return` statements (a lambda's body) hand back.
     pub returns: Vals,
+    /// Its body yields: calling it runs none of it (a generator, or the
+    /// function under `@contextmanager`); only iterating or entering the
+    /// result does.
+    pub generator: bool,
 }
 
 impl LocalFacts {
@@ -320,10 +327,11 @@ impl<'t> Walker<'_, 't> {
                 }
             }
             "for_statement" => {
-                let items = node
-                    .child_by_field_name("right")
-                    .map(|r| self.eval(r))
-                    .unwrap_or_default();
+                let right = node.child_by_field_name("right");
+                let items = right.map(|r| self.eval(r)).unwrap_or_default();
+                if let Some(right) = right {
+                    self.entered(right);
+                }
                 if let Some(left) = node.child_by_field_name("left") {
                     self.bind_items(left, items);
                 }
@@ -398,16 +406,36 @@ impl<'t> Walker<'_, 't> {
                 continue;
             };
             if value.kind() == "as_pattern" {
-                let vals = value
-                    .named_child(0)
-                    .map(|v| self.eval(v))
-                    .unwrap_or_default();
+                let entered = value.named_child(0);
+                let vals = entered.map(|v| self.eval(v)).unwrap_or_default();
+                if let Some(entered) = entered {
+                    self.entered(entered);
+                }
                 if let Some(alias) = value.child_by_field_name("alias") {
                     self.bind(alias, vals);
                 }
             } else {
                 self.eval(value);
+                self.entered(value);
             }
+        }
+    }
+
+    /// Marks the call `node` (if it is one) as entered or iterated.
+    fn entered(&mut self, node: Node<'t>) {
+        let node = match node.kind() {
+            "parenthesized_expression" | "await" => match node.named_child(0) {
+                Some(inner) => inner,
+                None => return,
+            },
+            _ => node,
+        };
+        if node.kind() != "call" {
+            return;
+        }
+        let start = node.start_byte();
+        if let Some(values) = self.facts.calls.iter_mut().rev().find(|c| c.start == start) {
+            values.entered = true;
         }
     }
 
