@@ -38,7 +38,10 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
             let status = match &site.status {
                 Status::Unfenced { evidence } => format!("fence ({evidence})"),
                 Status::Fenced(how) => format!("fenced ({how})"),
-                Status::NotOffload => "not-offload".to_owned(),
+                // What was looked at and set aside, so a fixture's negatives
+                // show why.
+                Status::NotOffload if site.discounted.is_empty() => "not-offload".to_owned(),
+                Status::NotOffload => format!("not-offload ({})", site.discounted.join("; ")),
                 Status::OptedOut { line } => format!("opted-out (line {line})"),
                 Status::Suppressed { line, reason } => {
                     format!(

@@ -437,3 +437,52 @@ fn a_number_run_into_a_keyword_is_the_inputs_syntax_error() {
     assert!(run.stderr.contains("bad.py:5:5:"), "{run}");
     assert!(!run.stderr.contains("rewritten file"), "{run}");
 }
+
+#[test]
+fn a_package_wins_over_a_module_of_the_same_name_as_in_cpython() {
+    // W4: with both `pkg/util.py` and `pkg/util/__init__.py`, CPython's path
+    // finder imports the package. The hook's evidence follows it: the
+    // package's `mv` moves the module, the module file's does nothing.
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/util.py", b"def mv(m):\n    print(m)\n"),
+        ("pkg/util/__init__.py", b"def mv(m):\n    m.to('cuda')\n"),
+        (
+            "pkg/hooks.py",
+            b"from .util import mv\n\n\ndef pre(module, args):\n    mv(module)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    for args in [&["--list", "pkg"][..], &["--list", "pkg/hooks.py"]] {
+        let run = run_in(p.root(), args);
+        run.expect_code(0);
+        let out = run.stdout_str();
+        assert!(
+            out.contains("unfenced  pre  moves `m` via .to(...) via mv (pkg/util/__init__.py:2)"),
+            "{args:?}: {out}"
+        );
+    }
+    // Without the package, the module file is what CPython imports.
+    std::fs::remove_dir_all(p.path("pkg/util")).unwrap();
+    let run = run_in(p.root(), &["--list", "pkg"]);
+    assert!(run.stdout_str().contains("not-offload  pre"), "{run}");
+}
+
+#[test]
+fn a_namespace_package_root_imports_from_its_parent() {
+    // `ns/` has no `__init__.py` (PEP 420); `ns/core/` is a package. A hook
+    // in it imports `ns.core.moves` by its full name.
+    let p = Project::new(&[
+        ("ns/core/__init__.py", b""),
+        ("ns/core/moves.py", b"def onload(module):\n    module.cuda()\n"),
+        (
+            "ns/core/hooks.py",
+            b"from ns.core.moves import onload\n\n\ndef pre(module, args):\n    onload(module)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(pre)\n",
+        ),
+    ]);
+    let run = run_in(p.root(), &["--list", "ns/core/hooks.py"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout_str().contains("unfenced  pre  moves `module` via .cuda(...) via onload"),
+        "{run}"
+    );
+}

@@ -101,7 +101,7 @@ pub(super) fn argument_kind(argument: Node<'_>, text: &str) -> Argument {
 }
 
 /// Calls that read a clock or a timer.
-pub(super) const TIMING_CALLEES: &[&str] = &[
+pub(crate) const TIMING_CALLEES: &[&str] = &[
     "time",
     "perf_counter",
     "perf_counter_ns",
@@ -148,7 +148,7 @@ fn calls_any(
 
 /// Calls that read the allocator's memory statistics: a `synchronize()`
 /// next to one is there to measure memory, not to wait for a transfer.
-pub(super) const MEMORY_STAT_CALLEES: &[&str] = &[
+pub(crate) const MEMORY_STAT_CALLEES: &[&str] = &[
     "memory_allocated",
     "max_memory_allocated",
     "memory_reserved",

@@ -344,10 +344,25 @@ impl ModuleFacts {
                 }
                 false
             };
+            // A closure in a method sees the method's instance by name.
+            let mut outer_self = None;
+            let mut scope = outer;
+            while let Some(start) = scope {
+                let Some(&o) = by_start_ref.get(&start) else {
+                    break;
+                };
+                let around = &functions_ref[o];
+                if around.is_method && !around.static_method {
+                    outer_self = around.parameters.first().cloned();
+                    break;
+                }
+                scope = around.outer;
+            }
             let context = Context {
                 imports: &facts.imports,
                 outer_binds: &outer_binds,
                 method: facts.functions[i].is_method && !facts.functions[i].static_method,
+                outer_self: outer_self.as_deref(),
                 keep_locals: has_closures.contains(&def.start_byte()),
             };
             let local = crate::analysis::effects::local::local_facts(*def, text, &context);
@@ -532,16 +547,17 @@ impl ModuleFacts {
             }
         }
 
-        // Methods, what they store on `self`, and the function each closure
-        // is nested in.
+        // Methods, what they (and closures inside them) store on `self`,
+        // and the function each closure is nested in.
         for (index, function) in facts.functions.iter().enumerate() {
-            if function.is_method
-                && let Some(class) = function
-                    .self_class
-                    .as_ref()
-                    .and_then(|c| facts.classes.get_mut(c))
+            if let Some(class) = function
+                .self_class
+                .as_ref()
+                .and_then(|c| facts.classes.get_mut(c))
             {
-                class.methods.push(index);
+                if function.is_method {
+                    class.methods.push(index);
+                }
                 for store in &function.local.self_stores {
                     let entry = class.stores.entry(store.attr.to_string()).or_insert(true);
                     *entry &= store.own;

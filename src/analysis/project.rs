@@ -155,23 +155,44 @@ impl<'v> ProjectIndex<'v> {
 
     /// [`ProjectIndex::module_file`], looked up.
     fn find_module_file(&self, name: &str, near_root: Option<PathBuf>) -> ModuleFile {
-        if let Some(found) = self.modules.iter().find(|m| m.module == name) {
-            return Some(Ok(Arc::clone(found)));
-        }
+        // CPython's path finder: in each directory a package
+        // (`util/__init__.py`) wins over a module (`util.py`).
+        let indexed = |package: bool| {
+            self.modules.iter().find(|m| {
+                m.module == name && m.path.file_stem().is_some_and(|s| s == "__init__") == package
+            })
+        };
         let relative: PathBuf = name.split('.').collect();
+        let first = name.split('.').next().unwrap_or(name);
         let mut roots: Vec<PathBuf> = near_root.into_iter().collect();
         roots.extend(self.roots.iter().cloned());
+        // A root that is itself a namespace package (`megatron/` holding
+        // `core/__init__.py` and no `__init__.py`) imports from its parent.
+        let namespaced: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| r.file_name().is_some_and(|n| n == first))
+            .filter_map(|r| r.parent().map(Path::to_path_buf))
+            .collect();
+        roots.extend(namespaced);
         for root in roots {
-            for candidate in [
-                root.join(&relative).with_extension("py"),
-                root.join(&relative).join("__init__.py"),
-            ] {
-                if candidate.is_file() && self.loaded.confinement.allows(&candidate) {
-                    return Some(Err(candidate));
-                }
+            let package = root.join(&relative).join("__init__.py");
+            let module = root.join(&relative).with_extension("py");
+            if let Some(found) = indexed(true).filter(|m| m.path == package) {
+                return Some(Ok(Arc::clone(found)));
+            }
+            if package.is_file() && self.loaded.confinement.allows(&package) {
+                return Some(Err(package));
+            }
+            if let Some(found) = indexed(false).filter(|m| m.path == module) {
+                return Some(Ok(Arc::clone(found)));
+            }
+            if module.is_file() && self.loaded.confinement.allows(&module) {
+                return Some(Err(module));
             }
         }
-        None
+        indexed(true)
+            .or_else(|| indexed(false))
+            .map(|found| Ok(Arc::clone(found)))
     }
 
     /// Whether the file at `path` may define `word` with `keyword`: its

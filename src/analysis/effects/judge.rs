@@ -139,7 +139,16 @@ pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Ju
     let mut judged = Judged::default();
     let mut counted: Vec<&Effect> = Vec::new();
     for effect in &summary.effects {
-        match why_not(effect, &roles, module, hook) {
+        // A sync in a hook that measures (here or through what it calls).
+        let why = if matches!(effect.kind, Kind::Sync) && summary.measures {
+            Some(
+                "synchronize() stands next to timing or memory statistics calls: it measures"
+                    .to_owned(),
+            )
+        } else {
+            why_not(effect, &roles, module, hook)
+        };
+        match why {
             None => counted.push(effect),
             Some(why) => {
                 // Where the sign is: its line in the hook's file, else its
@@ -195,6 +204,11 @@ fn why_not(
 ) -> Option<String> {
     // A module moved (or unsharded) in place, whatever gave it.
     let in_place = effect.acts == Acts::Object;
+    // RNG state is the generator's, not the module's: reported, never
+    // weight work by itself (a randomized SVD forks the RNG).
+    if effect.kind == Kind::Rng {
+        return Some("RNG state, not module state".to_owned());
+    }
     if let Target::Param { index, .. } = &effect.target
         && roles.get(*index as usize) == Some(&Role::Activation)
     {
@@ -305,6 +319,7 @@ pub fn own_signs(
         imports,
         outer_binds: &outer_binds,
         method,
+        outer_self: None,
         keep_locals: false,
     };
     let parameters = crate::syntax::parameter_names(function, text);
@@ -323,7 +338,14 @@ pub fn own_signs(
             discounted,
         };
         let Some(val) = &effect.on else {
-            signs.push(sign(effect.discount.clone()));
+            let discount = match effect.kind {
+                Kind::Rng => Some("RNG state, not module state".to_owned()),
+                // A sync counts only where nothing the hook calls measures:
+                // the project decides.
+                Kind::Sync if effect.discount.is_none() => continue,
+                _ => effect.discount.clone(),
+            };
+            signs.push(sign(discount));
             continue;
         };
         if effect.discount.is_some() {

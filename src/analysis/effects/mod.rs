@@ -6,12 +6,18 @@
 //!
 //! Arrows one way: `value` <- `models` <- `local` (per-file facts, built
 //! while the tree is at hand) <- `record` (what a summary holds) <- the
-//! project <- `dispatch`, `summary` <- `judge`.
+//! project <- `dispatch` (calls through the receiver's class), `resolve`
+//! (a function's values in its own terms) <- `summary` (the components) <-
+//! `judge` (a hook's summary where torch runs it).
 
 pub mod dispatch;
 pub mod judge;
 pub mod local;
 pub mod models;
 pub mod record;
+pub mod resolve;
 pub mod summary;
 pub mod value;
+
+#[cfg(test)]
+mod tests;

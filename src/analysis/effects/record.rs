@@ -97,6 +97,9 @@ impl Effect {
 pub struct Summary {
     pub effects: Vec<Effect>,
     pub returns: Vec<Target>,
+    /// It (or a function it calls) reads a clock, a timer or memory
+    /// statistics.
+    pub measures: bool,
 }
 
 /// Most effects one summary keeps (the best-ranked): a function that
@@ -124,6 +127,7 @@ impl Summary {
         Summary {
             effects,
             returns: Vec::new(),
+            measures: false,
         }
     }
 }

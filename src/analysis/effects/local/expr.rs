@@ -282,6 +282,20 @@ impl<'t> Walker<'_, 't> {
             }
         }
         let positional = values.positional.len();
+        // A clock, a timer or memory statistics read here.
+        let called = match function.kind() {
+            "attribute" => function.child_by_field_name("attribute"),
+            "identifier" => Some(function),
+            _ => None,
+        }
+        .map(|n| text_of(n, text));
+        if let Some(called) = called
+            && (crate::analysis::arguments::TIMING_CALLEES.contains(&called)
+                || crate::analysis::arguments::MEMORY_STAT_CALLEES.contains(&called)
+                || called.to_ascii_lowercase().contains("timer"))
+        {
+            self.facts.measures = true;
+        }
         let result = match function.kind() {
             "attribute" => {
                 let method = function

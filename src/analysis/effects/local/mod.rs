@@ -121,6 +121,8 @@ pub struct SelfStore {
     /// The classes of the instances stored, where they were made by a
     /// class's call (`self.offloaders[k] = Offloader(p)`).
     pub classes: Vec<Box<str>>,
+    /// What was stored, in the method's terms (`params` of `__init__`).
+    pub vals: Vals,
 }
 
 /// The receiver and arguments of one call.
@@ -157,6 +159,10 @@ pub struct LocalFacts {
     /// function under `@contextmanager`); only iterating or entering the
     /// result does.
     pub generator: bool,
+    /// It reads a clock, a timer or the allocator's memory statistics: a
+    /// sync next to such a call (here or in a caller) measures, it does not
+    /// wait for a transfer.
+    pub measures: bool,
 }
 
 impl LocalFacts {
@@ -177,6 +183,9 @@ pub struct Context<'a> {
     /// Whether the function is a method whose first parameter is the
     /// instance.
     pub method: bool,
+    /// In a closure inside a method: the name the method's instance has
+    /// there (`self`), seen by the closure.
+    pub outer_self: Option<&'a str>,
     /// Keep the locals (the function has closures).
     pub keep_locals: bool,
 }
@@ -531,10 +540,13 @@ impl<'t> Walker<'_, 't> {
 
     /// Notes a store of `vals` into `self.<attr>`.
     fn self_store(&mut self, attr: String, vals: &Vals) {
-        let self_index = 0u16;
+        let is_self = |root: &Root| match root {
+            Root::Param(0) => self.context.method,
+            Root::Outer(name) => self.context.outer_self == Some(&**name),
+            _ => false,
+        };
         let own = vals.iter().all(|v| {
-            v.is_fresh()
-                || (v.root == Root::Param(self_index) && v.attr.as_deref() == Some(attr.as_str()))
+            v.is_fresh() || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
         }) && !vals.0.is_empty();
         let mut classes: Vec<Box<str>> = Vec::new();
         for val in vals.iter() {
@@ -548,13 +560,16 @@ impl<'t> Walker<'_, 't> {
             attr: attr.into(),
             own,
             classes,
+            vals: vals.clone(),
         });
     }
 
     fn is_self(&self, name: &str) -> bool {
-        self.context.method
-            && self.params.first().is_some_and(|p| p == name)
-            && !self.env.contains_key(name)
+        if self.env.contains_key(name) {
+            return false;
+        }
+        (self.context.method && self.params.first().is_some_and(|p| p == name))
+            || (self.context.outer_self == Some(name) && !self.params.iter().any(|p| p == name))
     }
 }
 

@@ -153,7 +153,13 @@ impl<'t> Walker<'_, 't> {
             if !into_state || object.is_fresh() {
                 continue;
             }
-            let swapped = !vals.all_fresh() || storage_factory;
+            // Other storage held somewhere (`p._shard`, `self.gpu[name]`,
+            // a parameter handed in) swapped in; what a call computes here
+            // (`x.abs().amax()`) is a value written, not storage moved.
+            let held = vals
+                .iter()
+                .any(|v| matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_)));
+            let swapped = held || storage_factory;
             if swapped {
                 let what = if storage_factory {
                     "frees or allocates the storage of"
@@ -177,7 +183,7 @@ impl<'t> Walker<'_, 't> {
                     format!("writes a computed value into `{spelled}`"),
                     Some(object),
                     format!(
-                        "`{spelled}` is given values computed here, not moved, freed or gathered"
+                        "`{spelled}` is given a value computed here (or by a call), not storage moved, freed or gathered"
                     ),
                 );
             }

@@ -1,0 +1,224 @@
+//! Summaries over small projects written to a temporary directory: what a
+//! function does, through what it calls, judged at a hook.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::analysis::effects::local::Kind;
+use crate::analysis::effects::summary::Target;
+use crate::analysis::module_facts::ModuleFacts;
+use crate::analysis::project::{ModuleCache, ProjectIndex};
+use crate::analysis::vocabulary::Vocabulary;
+
+/// A project of `files`, every module indexed.
+struct Project {
+    _dir: tempfile::TempDir,
+    modules: Vec<Arc<ModuleFacts>>,
+    cache: Arc<ModuleCache>,
+    vocabulary: Vocabulary,
+}
+
+impl Project {
+    fn new(files: &[(&str, &str)]) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let vocabulary = Vocabulary::default();
+        let mut modules = Vec::new();
+        for (path, text) in files {
+            let full: PathBuf = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            let tree = crate::parse::parse(text).unwrap();
+            modules.push(Arc::new(ModuleFacts::build(
+                &full,
+                tree.root_node(),
+                text,
+                &vocabulary,
+                None,
+            )));
+        }
+        Project {
+            _dir: dir,
+            modules,
+            cache: Arc::new(ModuleCache::default()),
+            vocabulary,
+        }
+    }
+
+    fn index(&self) -> ProjectIndex<'_> {
+        ProjectIndex::new(
+            self.modules.clone(),
+            &self.vocabulary,
+            Arc::clone(&self.cache),
+        )
+    }
+
+    /// The module of `file` and the index of its function `qualname`.
+    fn function(&self, file: &str, qualname: &str) -> (Arc<ModuleFacts>, usize) {
+        let module = self
+            .modules
+            .iter()
+            .find(|m| m.path.ends_with(file))
+            .unwrap();
+        let index = module
+            .functions
+            .iter()
+            .position(|f| f.qualname == qualname)
+            .unwrap_or_else(|| panic!("{qualname} not in {file}"));
+        (Arc::clone(module), index)
+    }
+
+    /// The hook `qualname` of `file` judged: its evidence's detail, if any.
+    fn evidence(&self, file: &str, qualname: &str) -> Option<String> {
+        let index = self.index();
+        let (module, function) = self.function(file, qualname);
+        let fact = &module.functions[function];
+        index
+            .judge_hook(&module.path, fact.line, fact.column)
+            .unwrap()
+            .evidence
+            .map(|e| e.detail)
+    }
+}
+
+#[test]
+fn recursion_reaches_a_fixpoint_with_the_effect() {
+    let p = Project::new(&[(
+        "m.py",
+        "def walk(module, depth):\n    if depth:\n        walk(module, depth - 1)\n    module.to('cuda')\n\n\
+         def hook(module, args):\n    walk(module, 3)\n",
+    )]);
+    let index = p.index();
+    let summary = index.summary(&p.function("m.py", "walk"));
+    assert!(
+        summary
+            .effects
+            .iter()
+            .any(|e| e.kind == Kind::Move && matches!(e.target, Target::Param { index: 0, .. })),
+        "{summary:?}"
+    );
+    assert!(p.evidence("m.py", "hook").is_some());
+}
+
+#[test]
+fn mutual_recursion_across_two_files_is_one_component() {
+    let p = Project::new(&[
+        ("pkg/__init__.py", ""),
+        (
+            "pkg/a.py",
+            "from pkg.b import pong\n\n\ndef ping(module, n):\n    if n:\n        pong(module, n - 1)\n\n\n\
+             def hook(module, args):\n    ping(module, 4)\n",
+        ),
+        (
+            "pkg/b.py",
+            "from pkg.a import ping\n\n\ndef pong(module, n):\n    for p in module.parameters():\n        p.data = p.data.to('cpu')\n    ping(module, n)\n",
+        ),
+    ]);
+    let index = p.index();
+    for (file, name) in [("pkg/a.py", "ping"), ("pkg/b.py", "pong")] {
+        let summary = index.summary(&p.function(file, name));
+        assert!(
+            summary
+                .effects
+                .iter()
+                .any(|e| matches!(e.target, Target::Param { index: 0, .. })),
+            "{name}: {summary:?}"
+        );
+    }
+    let evidence = p.evidence("pkg/a.py", "hook").unwrap();
+    assert!(evidence.contains("p.data"), "{evidence}");
+}
+
+#[test]
+fn a_callee_reached_from_many_hooks_is_summarised_once() {
+    let mut text = String::from("def move(module):\n    module.to('cuda')\n\n\n");
+    for i in 0..20 {
+        text.push_str(&format!(
+            "def hook_{i}(module, args):\n    move(module)\n\n\n"
+        ));
+    }
+    let p = Project::new(&[("m.py", &text)]);
+    for i in 0..20 {
+        assert!(p.evidence("m.py", &format!("hook_{i}")).is_some());
+    }
+    // Twenty hooks and `move`: each summarised once.
+    assert_eq!(p.cache.summaries.computed(), 21);
+}
+
+#[test]
+fn a_fenced_callee_keeps_its_effects_and_says_it_is_fenced() {
+    let p = Project::new(&[(
+        "m.py",
+        "import torch\n\n\n@torch.compiler.disable()\ndef fetch(module):\n    module.to('cuda')\n\n\n\
+         @torch.compiler.disable()\ndef log(module):\n    print(module)\n\n\n\
+         def hook(module, args):\n    fetch(module)\n\n\n\
+         def quiet(module, args):\n    log(module)\n",
+    )]);
+    let index = p.index();
+    let (module, hook) = p.function("m.py", "hook");
+    let fact = &module.functions[hook];
+    let judged = index
+        .judge_hook(&module.path, fact.line, fact.column)
+        .unwrap();
+    let effect = judged.evidence.unwrap();
+    let steps = effect.steps();
+    assert_eq!(steps.len(), 1);
+    assert!(steps[0].fenced.is_some(), "{steps:?}");
+    assert!(steps[0].describe().ends_with("(fenced)"));
+    // A fence on a callee that does nothing is no evidence.
+    assert_eq!(p.evidence("m.py", "quiet"), None);
+}
+
+#[test]
+fn an_argument_is_module_state_for_one_caller_and_an_activation_for_another() {
+    let p = Project::new(&[(
+        "m.py",
+        "import torch.distributed as dist\n\n\n\
+         def gather(tensor, out):\n    dist.all_gather_into_tensor(out, tensor)\n    return out\n\n\n\
+         def weights(module, args):\n    gather(module.weight, None)\n\n\n\
+         def outputs(module, args, output):\n    return gather(output, None)\n",
+    )]);
+    let index = p.index();
+    let summary = index.summary(&p.function("m.py", "gather"));
+    assert!(
+        summary
+            .effects
+            .iter()
+            .any(|e| e.kind == Kind::Collective
+                && matches!(e.target, Target::Param { index: 0, .. })),
+        "{summary:?}"
+    );
+    assert!(p.evidence("m.py", "weights").is_some());
+    assert_eq!(p.evidence("m.py", "outputs"), None);
+}
+
+#[test]
+fn a_value_made_by_the_caller_drops_the_effect() {
+    let p = Project::new(&[(
+        "m.py",
+        "import torch\n\n\ndef free(t):\n    t.untyped_storage().resize_(0)\n\n\n\
+         def scratch(module, args):\n    buf = torch.empty(4)\n    free(buf)\n\n\n\
+         def release(module, args):\n    for p in module.parameters():\n        free(p)\n",
+    )]);
+    assert_eq!(p.evidence("m.py", "scratch"), None);
+    let evidence = p.evidence("m.py", "release").unwrap();
+    assert!(evidence.contains("storage"), "{evidence}");
+}
+
+#[test]
+fn an_observers_own_statistics_are_not_module_state() {
+    let p = Project::new(&[(
+        "m.py",
+        "import torch\n\n\nclass Observer:\n    def __init__(self):\n        self.total = torch.zeros(4)\n\n\
+         \x20   def observe(self, x):\n        self.total = self.total.to(x.device, non_blocking=True)\n        self.total += x.sum(0)\n\n\n\
+         class Offloader:\n    def __init__(self, params):\n        self.params = params\n\n\
+         \x20   def onload(self):\n        for p in self.params:\n            p.data = p.data.to('cuda', non_blocking=True)\n\n\n\
+         def attach(model, params):\n    observer = Observer()\n    offloader = Offloader(params)\n\n\
+         \x20   def stats(module, args):\n        observer.observe(args[0])\n\n\
+         \x20   def onload(module, args):\n        offloader.onload()\n\n\
+         \x20   model.register_forward_pre_hook(stats)\n    model.register_forward_pre_hook(onload)\n",
+    )]);
+    assert_eq!(p.evidence("m.py", "attach.<locals>.stats"), None);
+    assert!(p.evidence("m.py", "attach.<locals>.onload").is_some());
+}
