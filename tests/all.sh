@@ -13,6 +13,9 @@
 #     (tests/prefilter/run.sh, on the same corpus)
 #   - clone: `git clone` of the committed HEAD into an empty directory and the
 #     corpus tier there (tests/clone/run.sh): a clone needs nothing beside it
+#   - labels: recall and precision on the hand-labelled hook sites of released
+#     packages, held at a floor (tests/labels/run.sh; the packages are
+#     downloaded once into ~/.cache/hookfence/labels)
 #   - cargo test --all-targets: unit, fixture/snapshot, CLI, pty, property
 #     (256 cases each, 48 for those that run git or CPython per case), fault
 #     and real-world tests; run last so its summary closes the log.
@@ -39,6 +42,7 @@ tier "packaging" bash tests/packaging/run.sh
 tier "corpus" bash tests/corpus/run.sh
 tier "prefilter" bash tests/prefilter/run.sh
 tier "clone" bash tests/clone/run.sh
+tier "labels" bash tests/labels/run.sh
 
 echo "=== cargo test --all-targets"
 log=$(mktemp)
