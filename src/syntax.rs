@@ -263,6 +263,35 @@ pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
     defaults
 }
 
+/// Whether a `def`'s body only passes, holds a docstring or `...`, raises
+/// `NotImplementedError`, or returns its own parameters unchanged: a
+/// protocol base's placeholder.
+pub fn does_nothing(def: Node<'_>, text: &str) -> bool {
+    let Some(body) = def.child_by_field_name("body") else {
+        return false;
+    };
+    let parameters = crate::syntax::parameter_names(def, text);
+    let mut cursor = body.walk();
+    body.named_children(&mut cursor)
+        .all(|statement| match statement.kind() {
+            "pass_statement" | "comment" => true,
+            "raise_statement" => statement
+                .named_child(0)
+                .is_some_and(|e| text_of(e, text).starts_with("NotImplementedError")),
+            "expression_statement" => statement
+                .named_child(0)
+                .is_some_and(|e| matches!(e.kind(), "string" | "ellipsis")),
+            "return_statement" => match statement.named_child(0) {
+                None => true,
+                Some(value) => text_of(value, text)
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .all(|w| parameters.iter().any(|p| p == w) || w == "None"),
+            },
+            _ => false,
+        })
+}
+
 /// A dotted name spelled across blanks or lines (`a . b`), written solid.
 pub fn strip_space(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()

@@ -482,7 +482,8 @@ fn a_namespace_package_root_imports_from_its_parent() {
     let run = run_in(p.root(), &["--list", "ns/core/hooks.py"]);
     run.expect_code(0);
     assert!(
-        run.stdout_str().contains("unfenced  pre  moves `module` via .cuda(...) via onload"),
+        run.stdout_str()
+            .contains("unfenced  pre  moves `module` via .cuda(...) via onload"),
         "{run}"
     );
 }

@@ -73,6 +73,20 @@ impl ProjectIndex<'_> {
                     }
                 }
             }
+            for registration in &module.registrations {
+                let hooks = self.functions_of(module, registration.scope, &registration.value, 0);
+                for (hook_module, hook) in hooks {
+                    self.dispatch_of_hook(&hook_module, hook, &mut discovered);
+                    // Closures it makes run on the module's behalf later
+                    // (handed to an autograd Function, a tensor hook).
+                    let start = hook_module.functions[hook].start;
+                    for nested in 0..hook_module.functions.len() {
+                        if hook_module.functions[nested].outer == Some(start) {
+                            self.dispatch_of_hook(&hook_module, nested, &mut discovered);
+                        }
+                    }
+                }
+            }
             for replacement in &module.forward_replacements {
                 let wrappers = self.functions_of(module, replacement.scope, &replacement.value, 0);
                 for (wrapper_module, wrapper) in wrappers {
@@ -216,6 +230,74 @@ impl ProjectIndex<'_> {
                     }
                 }
             }
+        }
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// A registered hook that hands its module to a method of objects it
+    /// loops over (`for hook in hooks: hook.pre_fwd_exec(module, *args)`):
+    /// that method is a hook protocol, whatever class defines it, and every
+    /// definition of it in the project is a hook found by use.
+    fn dispatch_of_hook(
+        &self,
+        module: &Arc<ModuleFacts>,
+        hook: usize,
+        discovered: &mut Discovered,
+    ) {
+        use crate::analysis::effects::judge::{Role, roles};
+        use crate::analysis::effects::value::Root;
+        let function = &module.functions[hook];
+        let roles = roles(
+            &function.parameters,
+            function.is_method && !function.static_method,
+        );
+        let Some(module_param) = roles.iter().position(|r| *r == Role::Module) else {
+            return;
+        };
+        let module_name = &function.parameters[module_param];
+        for call in &function.calls {
+            let Callee::Method {
+                receiver: Some(receiver),
+                method,
+            } = &call.callee
+            else {
+                continue;
+            };
+            if call.through.is_some()
+                || method.starts_with("__")
+                || GENERIC_METHODS.contains(&method.as_str())
+                || receiver.split('.').next() == Some(module_name.as_str())
+                || matches!(receiver.split('.').next(), Some("self" | "cls"))
+            {
+                continue;
+            }
+            let hands_the_module =
+                function.local.call_at(call.start).is_some_and(|values| {
+                    values.positional.iter().flat_map(|v| v.iter()).any(|val| {
+                        val.root == Root::Param(module_param as u16) && val.attr.is_none()
+                    })
+                });
+            // Resolved only to a base's placeholder (`pass`, `raise
+            // NotImplementedError`): the work is in the overrides.
+            let resolved = self.call_targets(module, hook, call);
+            if !hands_the_module || resolved.iter().any(|(m, f)| !m.functions[*f].placeholder) {
+                continue;
+            }
+            discovered
+                .protocols
+                .entry(method.clone())
+                .or_insert_with(|| Found {
+                    how: "dispatch",
+                    detail: format!(
+                        "called on hook objects by {} at {}:{}",
+                        function.qualname,
+                        module.path.display(),
+                        call.line
+                    ),
+                    path: module.path.clone(),
+                    line: call.line,
+                });
         }
     }
 }

@@ -81,6 +81,10 @@ pub struct FunctionFact {
     pub static_method: bool,
     /// Decorated `@classmethod`: the class is bound to its first parameter.
     pub class_method: bool,
+    /// Its body does nothing (`pass`, `...`, a docstring, `raise
+    /// NotImplementedError`, returning its own parameters): a protocol
+    /// base's placeholder, which calls of it dispatch past.
+    pub placeholder: bool,
     /// Its own effects and the values at its calls (see
     /// [`crate::analysis::effects::local`]).
     pub local: LocalFacts,
@@ -122,6 +126,7 @@ pub(crate) fn function_fact(
         fenced,
         static_method: decorated_with(def, text, "staticmethod"),
         class_method: decorated_with(def, text, "classmethod"),
+        placeholder: crate::syntax::does_nothing(def, text),
         local: LocalFacts::default(),
         calls: Vec::new(),
         locals: HashMap::new(),

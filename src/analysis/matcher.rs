@@ -392,7 +392,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         owner: None,
         registered_at: None,
         discovered: None,
-        trivial: is_trivial(def, text),
+        trivial: crate::syntax::does_nothing(def, text),
         backward: None,
         fence,
         target: Target::Def {
@@ -407,31 +407,6 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         },
         signs: crate::analysis::effects::judge::own_signs(def, text, &ctx.bindings.any_scope),
     }
-}
-
-/// Whether a `def`'s body only passes, holds a docstring or `...`, or
-/// returns its own parameters unchanged.
-fn is_trivial(def: Node<'_>, text: &str) -> bool {
-    let Some(body) = def.child_by_field_name("body") else {
-        return false;
-    };
-    let parameters = crate::syntax::parameter_names(def, text);
-    let mut cursor = body.walk();
-    body.named_children(&mut cursor)
-        .all(|statement| match statement.kind() {
-            "pass_statement" | "comment" => true,
-            "expression_statement" => statement
-                .named_child(0)
-                .is_some_and(|e| matches!(e.kind(), "string" | "ellipsis")),
-            "return_statement" => match statement.named_child(0) {
-                None => true,
-                Some(value) => text_of(value, text)
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .filter(|w| !w.is_empty())
-                    .all(|w| parameters.iter().any(|p| p == w) || w == "None"),
-            },
-            _ => false,
-        })
 }
 
 /// The `def` (or `async def`) or `lambda` whose keyword stands at 1-based

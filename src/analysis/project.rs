@@ -71,7 +71,7 @@ pub struct ProjectIndex<'v> {
     pub(super) loaded: Arc<ModuleCache>,
     /// Directories modules are imported from.
     roots: Vec<PathBuf>,
-    vocabulary: &'v Vocabulary,
+    pub(super) vocabulary: &'v Vocabulary,
     /// The texts (in NFKC) of files read to tell whether they spell a name.
     texts: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the

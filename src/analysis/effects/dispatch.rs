@@ -27,21 +27,40 @@ impl ProjectIndex<'_> {
     ) -> Vec<FunctionRef> {
         let typed = self.typed_targets(module, function, call);
         if !typed.is_empty() {
-            return typed;
+            return self.past_placeholders(typed, call);
         }
         let found = self.targets(module, function, call);
         if !found.is_empty() || call.through.is_some() {
-            return found;
+            return self.past_placeholders(found, call);
         }
         match &call.callee {
             Callee::Method { method, .. }
                 if !crate::analysis::vocabulary::GENERIC_METHODS.contains(&method.as_str())
                     && !method.starts_with("__") =>
             {
-                self.attached_elsewhere(module, method)
+                let attached = self.attached_elsewhere(module, method);
+                if !attached.is_empty() {
+                    return attached;
+                }
+                self.protocol_methods(method)
             }
             _ => Vec::new(),
         }
+    }
+
+    /// `found`, or where it is only a protocol base's placeholders and the
+    /// method is a protocol found by use, every definition of it.
+    fn past_placeholders(&self, found: Vec<FunctionRef>, call: &CallFact) -> Vec<FunctionRef> {
+        let Callee::Method { method, .. } = &call.callee else {
+            return found;
+        };
+        if !found.is_empty() && found.iter().all(|(m, f)| m.functions[*f].placeholder) {
+            let every = self.protocol_methods(method);
+            if !every.is_empty() {
+                return every;
+            }
+        }
+        found
     }
 
     /// The method called, in the classes the receiver's values are
@@ -177,6 +196,27 @@ impl ProjectIndex<'_> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Every indexed class's method `method`, where `method` is a hook
+    /// protocol found by use (a hook hands its module to it on objects it
+    /// loops over): the call dispatches to any of them.
+    fn protocol_methods(&self, method: &str) -> Vec<FunctionRef> {
+        if !self.vocabulary.discovered_protocols.contains_key(method) {
+            return Vec::new();
+        }
+        let mut found: Vec<FunctionRef> = Vec::new();
+        for module in &self.modules {
+            for class in module.classes.values() {
+                for &i in &class.methods {
+                    if module.functions[i].name == method {
+                        found.push((Arc::clone(module), i));
+                    }
+                }
+            }
+        }
+        found.sort_by(|a, b| (&a.0.path, a.1).cmp(&(&b.0.path, b.1)));
+        found
     }
 
     /// A function attached to objects under the name `method` by `module` or

@@ -166,6 +166,9 @@ pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Ju
         }
     }
     own_discounts(&hook.local, &mut judged.discounted);
+    for discount in &summary.discounts {
+        push_discount(&mut judged.discounted, discount.clone());
+    }
     judged.evidence = counted
         .into_iter()
         .min_by(|a, b| {
@@ -350,6 +353,11 @@ pub fn own_signs(
         };
         if effect.discount.is_some() {
             signs.push(sign(effect.discount.clone()));
+            continue;
+        }
+        // What a call returned is judged through its summary: the project
+        // decides.
+        if effect.source.is_some() {
             continue;
         }
         match &val.root {

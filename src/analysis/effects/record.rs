@@ -97,9 +97,12 @@ impl Effect {
 pub struct Summary {
     pub effects: Vec<Effect>,
     pub returns: Vec<Target>,
-    /// It (or a function it calls) reads a clock, a timer or memory
-    /// statistics.
+    /// It (or a function it calls directly) reads a clock, a timer or
+    /// memory statistics: a sync next to that measures.
     pub measures: bool,
+    /// Signs of its own body set aside when summarised, each with where and
+    /// why (`line 43: ... (a value computed by a call)`).
+    pub discounts: Vec<String>,
 }
 
 /// Most effects one summary keeps (the best-ranked): a function that
@@ -128,6 +131,7 @@ impl Summary {
             effects,
             returns: Vec::new(),
             measures: false,
+            discounts: Vec::new(),
         }
     }
 }

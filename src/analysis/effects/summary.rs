@@ -206,9 +206,28 @@ impl ProjectIndex<'_> {
             summary_of: &summary_of,
         };
         let mut effects: Vec<Effect> = Vec::new();
+        let mut discounts: Vec<String> = Vec::new();
         for local in &function.local.effects {
             if local.discount.is_some() {
                 continue;
+            }
+            // New storage a call returned: an effect only where the call
+            // hands back storage held somewhere (not a value it computes).
+            if let Some(start) = local.source {
+                let source = resolver.targets(
+                    &crate::analysis::effects::value::Val::returned(start, None),
+                    0,
+                );
+                if !source
+                    .iter()
+                    .any(|t| !matches!(t, Target::Unknown | Target::Global(_) | Target::Device))
+                {
+                    discounts.push(format!(
+                        "line {}: {} (the call's value is computed, no storage held elsewhere)",
+                        local.line, local.detail
+                    ));
+                    continue;
+                }
             }
             let targets = match &local.on {
                 None => vec![Target::Device],
@@ -234,7 +253,7 @@ impl ProjectIndex<'_> {
                 let Some(summary) = summary_of(callee) else {
                     continue;
                 };
-                measures |= summary.measures;
+                measures |= callee.0.functions[callee.1].local.measures;
                 if summary.effects.is_empty() {
                     continue;
                 }
@@ -276,7 +295,16 @@ impl ProjectIndex<'_> {
             }
         }
         // `self.<attr>` of a class that only stores its own data there.
-        effects.retain_mut(|effect| judge_attribute(&mut effect.target, module, function));
+        effects.retain_mut(|effect| {
+            let kept = judge_attribute(&mut effect.target, module, function);
+            if !kept && effect.chain.is_none() {
+                discounts.push(format!(
+                    "line {}: {} (the object's own data: its class only stores values it makes there)",
+                    effect.line, effect.detail
+                ));
+            }
+            kept
+        });
         let mut returns: Vec<Target> = Vec::new();
         for val in function.local.returns.iter() {
             for mut target in resolver.targets(val, 0) {
@@ -292,6 +320,8 @@ impl ProjectIndex<'_> {
         let mut summary = Summary::from_effects(effects);
         summary.returns = returns;
         summary.measures = function.local.measures || measures;
+        discounts.truncate(4);
+        summary.discounts = discounts;
         summary
     }
 }

@@ -349,6 +349,7 @@ impl<'t> Walker<'_, 't> {
                             on: None,
                             discount: None,
                             acts: Acts::Tensor,
+                            source: None,
                         });
                         Vals::one(Val::returned(node.start_byte(), None))
                     }

@@ -93,6 +93,10 @@ pub struct LocalEffect {
     pub discount: Option<String>,
     /// What the value acted on must be for this to act on module state.
     pub acts: Acts,
+    /// A swap whose new storage is what the call starting here returns
+    /// (`p.data = p.ca_attr.payload()`): an effect only where that is
+    /// storage held somewhere, as the callee's summary tells.
+    pub source: Option<usize>,
 }
 
 /// What an effect's value must be for the effect to touch module state.
@@ -275,6 +279,7 @@ impl<'t> Walker<'_, 't> {
             on,
             discount,
             acts: Acts::Tensor,
+            source: None,
         });
     }
 
@@ -293,6 +298,7 @@ impl<'t> Walker<'_, 't> {
             on,
             discount: Some(why),
             acts: Acts::Tensor,
+            source: None,
         });
     }
 

@@ -159,7 +159,13 @@ impl<'t> Walker<'_, 't> {
             let held = vals
                 .iter()
                 .any(|v| matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_)));
-            let swapped = held || storage_factory;
+            // What a call returns: the callee's summary tells whether it is
+            // storage held somewhere.
+            let returned = vals.iter().find_map(|v| match v.root {
+                Root::Returned(start) => Some(start),
+                _ => None,
+            });
+            let swapped = held || storage_factory || returned.is_some();
             if swapped {
                 let what = if storage_factory {
                     "frees or allocates the storage of"
@@ -176,6 +182,12 @@ impl<'t> Walker<'_, 't> {
                     format!("{what} `{spelled}`"),
                     Some(object),
                 );
+                if !held
+                    && !storage_factory
+                    && let Some(last) = self.facts.effects.last_mut()
+                {
+                    last.source = returned;
+                }
             } else {
                 self.discount(
                     Kind::Swap,
