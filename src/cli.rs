@@ -320,6 +320,16 @@ impl Settings {
         if paths.is_empty() && args.files_from.is_none() {
             paths.push(PathBuf::from("."));
         }
+        if let Some(root) = &args.project_root {
+            let named = match &stdin_name {
+                Some(name) if name.as_os_str() != "-" => vec![name.clone()],
+                Some(_) => Vec::new(),
+                None => paths.clone(),
+            };
+            for path in &named {
+                check_within_root(root, path)?;
+            }
+        }
 
         let start = stdin_name
             .as_deref()
@@ -474,6 +484,51 @@ fn check_project_root(root: &Path) -> Result<(), String> {
             root.display()
         )),
         Err(err) => Err(format!("--project-root {}: {err}", root.display())),
+    }
+}
+
+/// Every path of a run with `--project-root` must lie inside that root:
+/// reads are confined to the root, so a file outside it would be judged
+/// without its imports (and `--check` would pass on what it cannot see).
+/// Compared after resolving symlinks and `..`; a path that does not exist
+/// yet (a `--stdin-filename`) is resolved through its nearest existing
+/// parent.
+fn check_within_root(root: &Path, path: &Path) -> Result<(), String> {
+    let root_real = std::fs::canonicalize(root)
+        .map_err(|err| format!("--project-root {}: {err}", root.display()))?;
+    let real = resolve_existing_prefix(path);
+    if real.starts_with(&root_real) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: not inside --project-root {}; name the project that holds it",
+            path.display(),
+            root.display()
+        ))
+    }
+}
+
+/// `path` made absolute with its longest existing prefix resolved
+/// (symlinks and `..`), the rest appended as written.
+fn resolve_existing_prefix(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut head = absolute.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(head) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                head = parent;
+            }
+            _ => return absolute,
+        }
     }
 }
 

@@ -254,6 +254,80 @@ fn a_project_root_that_is_no_directory_is_refused_naming_it() {
 }
 
 #[test]
+fn a_project_root_that_does_not_hold_the_file_is_refused_naming_it() {
+    // D5: reads are confined to the root, so a file outside it would be
+    // judged without its imports and `--check` would pass on what it cannot
+    // see. Every spelling of "outside" is refused before anything runs.
+    let p = Project::new(&[
+        ("app/pkg/__init__.py", b""),
+        ("app/pkg/moves.py", b"def onload(module):\n    module.cuda()\n"),
+        (
+            "app/pkg/hooks.py",
+            b"from pkg.moves import onload\n\n\ndef pre(module, args):\n    onload(module)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(pre)\n",
+        ),
+        ("other/__init__.py", b""),
+    ]);
+    std::os::unix::fs::symlink(p.path("app/pkg"), p.path("other/link")).unwrap();
+    let before = p.read("app/pkg/hooks.py");
+    for (root, file) in [
+        ("other", "app/pkg/hooks.py"),
+        ("app/pkg/../../other", "app/pkg/hooks.py"),
+        ("other", "other/link/hooks.py"),
+    ] {
+        for mode in ["--check", "--apply"] {
+            let run = run_in(
+                p.root(),
+                &[mode, "--allow-dirty", "--project-root", root, file],
+            );
+            assert_eq!(run.code, Some(2), "{root} {file}\n{run}");
+            assert!(
+                run.stderr
+                    .contains(&format!("{file}: not inside --project-root {root}")),
+                "{root} {file}\n{run}"
+            );
+            assert!(run.stdout.is_empty(), "{root} {file}\n{run}");
+        }
+    }
+    // stdin named as a file outside the root.
+    let mut child = Command::new(BIN)
+        .current_dir(p.root())
+        .args([
+            "--check",
+            "--project-root",
+            "other",
+            "--stdin-filename",
+            "app/pkg/new.py",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(b"x = 1\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not inside --project-root other"));
+    assert_eq!(p.read("app/pkg/hooks.py"), before, "nothing is written");
+    // The root that holds it: the hook is seen through its import.
+    let run = run_in(
+        p.root(),
+        &["--check", "--project-root", "app", "app/pkg/hooks.py"],
+    );
+    assert_eq!(run.code, Some(1), "{run}");
+    let run = run_in(
+        p.root(),
+        &["--check", "--project-root", "app", "other/link/hooks.py"],
+    );
+    assert_eq!(
+        run.code,
+        Some(1),
+        "a symlink into the root is inside it\n{run}"
+    );
+}
+
+#[test]
 fn an_imported_module_that_does_not_parse_is_named_and_fails_the_run() {
     let p = Project::new(&[
         ("pyproject.toml", b""),

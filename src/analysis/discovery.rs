@@ -278,10 +278,17 @@ impl ProjectIndex<'_> {
                         val.root == Root::Param(module_param as u16) && val.attr.is_none()
                     })
                 });
-            // Resolved only to a base's placeholder (`pass`, `raise
-            // NotImplementedError`): the work is in the overrides.
+            // A method of objects (not a module's function): resolved to
+            // methods of classes, or not at all (the objects come from
+            // elsewhere); each class's method of that name is a hook.
+            let imported = module
+                .imports
+                .contains_key(receiver.split('.').next().unwrap_or(""));
             let resolved = self.call_targets(module, hook, call);
-            if !hands_the_module || resolved.iter().any(|(m, f)| !m.functions[*f].placeholder) {
+            if !hands_the_module
+                || imported
+                || resolved.iter().any(|(m, f)| !m.functions[*f].is_method)
+            {
                 continue;
             }
             discovered

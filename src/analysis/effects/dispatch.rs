@@ -27,11 +27,11 @@ impl ProjectIndex<'_> {
     ) -> Vec<FunctionRef> {
         let typed = self.typed_targets(module, function, call);
         if !typed.is_empty() {
-            return self.past_placeholders(typed, call);
+            return self.past_placeholders(module, typed, call);
         }
         let found = self.targets(module, function, call);
         if !found.is_empty() || call.through.is_some() {
-            return self.past_placeholders(found, call);
+            return self.past_placeholders(module, found, call);
         }
         match &call.callee {
             Callee::Method { method, .. }
@@ -42,7 +42,7 @@ impl ProjectIndex<'_> {
                 if !attached.is_empty() {
                     return attached;
                 }
-                self.protocol_methods(method)
+                self.protocol_methods(module, method)
             }
             _ => Vec::new(),
         }
@@ -50,12 +50,17 @@ impl ProjectIndex<'_> {
 
     /// `found`, or where it is only a protocol base's placeholders and the
     /// method is a protocol found by use, every definition of it.
-    fn past_placeholders(&self, found: Vec<FunctionRef>, call: &CallFact) -> Vec<FunctionRef> {
+    fn past_placeholders(
+        &self,
+        module: &ModuleFacts,
+        found: Vec<FunctionRef>,
+        call: &CallFact,
+    ) -> Vec<FunctionRef> {
         let Callee::Method { method, .. } = &call.callee else {
             return found;
         };
         if !found.is_empty() && found.iter().all(|(m, f)| m.functions[*f].placeholder) {
-            let every = self.protocol_methods(method);
+            let every = self.protocol_methods(module, method);
             if !every.is_empty() {
                 return every;
             }
@@ -200,13 +205,16 @@ impl ProjectIndex<'_> {
 
     /// Every indexed class's method `method`, where `method` is a hook
     /// protocol found by use (a hook hands its module to it on objects it
-    /// loops over): the call dispatches to any of them.
-    fn protocol_methods(&self, method: &str) -> Vec<FunctionRef> {
+    /// loops over): the call dispatches to any of them under the caller's
+    /// own import root (a run over several projects does not let one
+    /// project's hook objects answer another's calls).
+    fn protocol_methods(&self, caller: &ModuleFacts, method: &str) -> Vec<FunctionRef> {
         if !self.vocabulary.discovered_protocols.contains_key(method) {
             return Vec::new();
         }
+        let own = import_root(caller);
         let mut found: Vec<FunctionRef> = Vec::new();
-        for module in &self.modules {
+        for module in self.modules.iter().filter(|m| import_root(m) == own) {
             for class in module.classes.values() {
                 for &i in &class.methods {
                     if module.functions[i].name == method {
@@ -239,4 +247,14 @@ impl ProjectIndex<'_> {
         }
         found
     }
+}
+
+/// The directory `module` is imported from: its path less one directory per
+/// package its dotted name is inside (`root/a/b/c.py` as `a.b.c`, and
+/// `root/a/b/__init__.py` as `a.b`, are both under `root`).
+fn import_root(module: &ModuleFacts) -> Option<&std::path::Path> {
+    let depth = module.module.split('.').count();
+    let is_package = module.path.file_stem().is_some_and(|s| s == "__init__");
+    let up = if is_package { depth + 1 } else { depth };
+    module.path.ancestors().nth(up)
 }
