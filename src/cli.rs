@@ -496,7 +496,7 @@ fn check_project_root(root: &Path) -> Result<(), String> {
 fn check_within_root(root: &Path, path: &Path) -> Result<(), String> {
     let root_real = std::fs::canonicalize(root)
         .map_err(|err| format!("--project-root {}: {err}", root.display()))?;
-    let real = resolve_existing_prefix(path);
+    let real = crate::confine::resolved(path);
     if real.starts_with(&root_real) {
         Ok(())
     } else {
@@ -505,30 +505,6 @@ fn check_within_root(root: &Path, path: &Path) -> Result<(), String> {
             path.display(),
             root.display()
         ))
-    }
-}
-
-/// `path` made absolute with its longest existing prefix resolved
-/// (symlinks and `..`), the rest appended as written.
-fn resolve_existing_prefix(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut rest: Vec<std::ffi::OsString> = Vec::new();
-    let mut head = absolute.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(head) {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (head.parent(), head.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                head = parent;
-            }
-            _ => return absolute,
-        }
     }
 }
 

@@ -241,3 +241,27 @@ mod tests {
         assert!(!confinement.allows(&root.join("passwd.py")));
     }
 }
+
+/// `path` made absolute with its longest existing prefix resolved
+/// (symlinks and `..`), the rest appended as written.
+pub fn resolved(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let mut head = absolute.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(head) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (head.parent(), head.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                head = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}

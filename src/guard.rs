@@ -142,11 +142,13 @@ pub fn check_target(out: &Path, analysis: &Analysis) -> Result<Target, FileError
     if !names_a_file {
         return Err(refuse("it names no file"));
     }
-    let absolute = |p: &Path| std::path::absolute(p).ok();
+    // Every spelling of the helper's path (`pkg/../pkg/h.py`, through a
+    // symlinked directory) is the same file once its directories resolve.
+    let resolved = crate::confine::resolved(out);
     if analysis
         .created
         .iter()
-        .any(|c| absolute(&c.path) == absolute(out))
+        .any(|c| crate::confine::resolved(&c.path) == resolved)
     {
         return Err(refuse("it is the helper module this run creates"));
     }

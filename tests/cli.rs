@@ -1529,24 +1529,32 @@ fn emit_pytest_never_overwrites_a_source_or_any_file_it_did_not_generate() {
     }
     assert_eq!(p.read_str("a.py"), HOOK);
 
-    // Nor the helper module the same run creates.
+    // Nor the helper module the same run creates, however its path is
+    // spelled (U1): `..`, `.`, a symlinked directory; dry run or --apply.
     let p = wrap_project();
+    p.symlink("pkg", "link");
     let before = p.snapshot();
-    let run = p.run(&[
-        "--apply",
-        "--strategy",
-        "wrap",
-        "--emit-pytest",
+    for target in [
         "pkg/_no_compile.py",
-        "pkg",
-    ]);
-    run.expect_code(2);
-    assert!(
-        run.stderr
-            .contains("pkg/_no_compile.py: cannot write: it is the helper module"),
-        "{run}"
-    );
-    assert_eq!(p.snapshot(), before);
+        "pkg/../pkg/_no_compile.py",
+        "./pkg/./_no_compile.py",
+        "link/_no_compile.py",
+    ] {
+        for apply in [true, false] {
+            let mut args = vec!["--strategy", "wrap", "--emit-pytest", target, "pkg"];
+            if apply {
+                args.insert(0, "--apply");
+            }
+            let run = p.run(&args);
+            run.expect_code(2);
+            assert!(
+                run.stderr
+                    .contains(&format!("{target}: cannot write: it is the helper module")),
+                "{args:?}: {run}"
+            );
+            assert_eq!(p.snapshot(), before, "{args:?} changed the tree");
+        }
+    }
 }
 
 #[test]
