@@ -1,7 +1,11 @@
 //! CPython's tokenizer rules that tree-sitter's grammar does not enforce,
 //! checked on the text before it is parsed: at most 99 levels of
-//! indentation, at most 200 nested brackets, and no number run into a name
-//! (`0def`). Text that breaks one is CPython's syntax error, reported as the
+//! indentation, consistent tabs and spaces (`TabError`), a dedent to a level
+//! that was open, at most 200 nested brackets, and no number run into a name
+//! (`0def`). Indentation that CPython accepts but tree-sitter's scanner
+//! reads into other blocks (it counts a tab as 8 columns wherever it stands
+//! and keeps columns in 16 bits) is refused too: the tree would not be the
+//! program CPython runs. Text that breaks one is CPython's syntax error, reported as the
 //! input's own; it is never handed to tree-sitter, whose indentation scanner
 //! aborts the process past about 500 levels.
 //!
@@ -21,6 +25,9 @@ pub const MAX_BRACKETS: usize = 200;
 pub struct Violation {
     pub at: usize,
     pub what: &'static str,
+    /// CPython refuses the text too (else only tree-sitter would misread
+    /// it).
+    pub cpython_refuses: bool,
 }
 
 /// Where the scanner stands inside strings and f-string fields.
@@ -50,6 +57,8 @@ pub fn check(text: &str) -> Result<(), Violation> {
         i: 0,
         brackets: 0,
         indents: vec![0],
+        alt_indents: vec![0],
+        scanner_indents: vec![0],
         line_start: true,
         frames: Vec::new(),
     }
@@ -62,6 +71,12 @@ struct Scanner<'t> {
     brackets: usize,
     /// Columns of the open indentation levels, the first column first.
     indents: Vec<usize>,
+    /// The same levels counted with a tab as one column (CPython's
+    /// `altindstack`: both readings must order lines alike).
+    alt_indents: Vec<usize>,
+    /// The same levels as tree-sitter's scanner keeps them: a tab adds 8
+    /// wherever it stands, and a level is stored in 16 bits.
+    scanner_indents: Vec<u16>,
     /// At the start of a logical line: its indentation is still to be read.
     line_start: bool,
     frames: Vec<Frame>,
@@ -115,12 +130,20 @@ impl Scanner<'_> {
     /// Reads the indentation of a line; a logical line's decides the level.
     fn indentation(&mut self) -> Result<(), Violation> {
         let start = self.i;
-        let mut column = 0;
+        let (mut column, mut alt, mut scanner) = (0usize, 0usize, 0u32);
         while let Some(b) = self.peek(0) {
             match b {
-                b' ' => column += 1,
-                b'\t' => column = (column / 8 + 1) * 8,
-                b'\x0c' => column = 0,
+                b' ' => {
+                    column += 1;
+                    alt += 1;
+                    scanner = scanner.saturating_add(1);
+                }
+                b'\t' => {
+                    column = (column / 8 + 1) * 8;
+                    alt += 1;
+                    scanner = scanner.saturating_add(8);
+                }
+                b'\x0c' => (column, alt, scanner) = (0, 0, 0),
                 _ => break,
             }
             self.i += 1;
@@ -144,19 +167,77 @@ impl Scanner<'_> {
             Some(_) => {}
         }
         self.line_start = false;
+        let inconsistent = Violation {
+            at: start,
+            what: "inconsistent use of tabs and spaces in indentation",
+            cpython_refuses: true,
+        };
+        // CPython's levels: how many it opens (1) or closes.
         let top = self.indents.last().copied().unwrap_or(0);
-        if column > top {
+        let alt_top = self.alt_indents.last().copied().unwrap_or(0);
+        let (opened, closed) = if column == top {
+            if alt != alt_top {
+                return Err(inconsistent);
+            }
+            (false, 0)
+        } else if column > top {
             if self.indents.len() > MAX_INDENT_LEVELS {
                 return Err(Violation {
                     at: start,
                     what: "too many levels of indentation",
+                    cpython_refuses: true,
                 });
             }
+            if alt <= alt_top {
+                return Err(inconsistent);
+            }
             self.indents.push(column);
+            self.alt_indents.push(alt);
+            (true, 0)
         } else {
+            let mut closed = 0;
             while self.indents.len() > 1 && self.indents.last().is_some_and(|&c| column < c) {
                 self.indents.pop();
+                self.alt_indents.pop();
+                closed += 1;
             }
+            if self.indents.last() != Some(&column) {
+                return Err(Violation {
+                    at: start,
+                    what: "unindent does not match any outer indentation level",
+                    cpython_refuses: true,
+                });
+            }
+            if self.alt_indents.last() != Some(&alt) {
+                return Err(inconsistent);
+            }
+            (false, closed)
+        };
+        // The scanner's levels for the same line, as its decisions go: one
+        // opened where the column is past the last level, else closed while
+        // below it.
+        let scanner_top = u32::from(self.scanner_indents.last().copied().unwrap_or(0));
+        let (scanner_opened, mut scanner_closed) = (scanner > scanner_top, 0);
+        if scanner_opened {
+            // Kept in 16 bits: 65,536 columns are column 0 to it.
+            self.scanner_indents.push(scanner as u16);
+        } else {
+            while self.scanner_indents.len() > 1
+                && self
+                    .scanner_indents
+                    .last()
+                    .is_some_and(|&c| scanner < u32::from(c))
+            {
+                self.scanner_indents.pop();
+                scanner_closed += 1;
+            }
+        }
+        if (scanner_opened, scanner_closed) != (opened, closed) {
+            return Err(Violation {
+                at: start,
+                what: "indentation tree-sitter would read into another block than CPython does (a tab after spaces, or 65,536 columns or more)",
+                cpython_refuses: false,
+            });
         }
         Ok(())
     }
@@ -190,6 +271,7 @@ impl Scanner<'_> {
                     return Err(Violation {
                         at: self.i,
                         what: "too many nested parentheses",
+                        cpython_refuses: true,
                     });
                 }
                 self.i += 1;
@@ -370,7 +452,11 @@ impl Scanner<'_> {
         }
         let literal = &self.bytes[start..self.i];
         if literal.ends_with(b"_") {
-            return Err(Violation { at: start, what });
+            return Err(Violation {
+                at: start,
+                what,
+                cpython_refuses: true,
+            });
         }
         if self.peek(0).is_some_and(is_name_byte) {
             // `1if x else y`, `1or 2`: CPython warns and reads on.
@@ -379,7 +465,11 @@ impl Scanner<'_> {
                 .iter()
                 .any(|k| rest.starts_with(k.as_bytes()));
             if !keyword {
-                return Err(Violation { at: start, what });
+                return Err(Violation {
+                    at: start,
+                    what,
+                    cpython_refuses: true,
+                });
             }
         }
         Ok(())
@@ -517,5 +607,56 @@ mod tests {
             .is_err()
         );
         assert_eq!(check("if x:\n\x0c    pass\n"), Ok(()));
+    }
+
+    #[test]
+    fn tabs_and_spaces_that_cpython_refuses_are_its_tab_error() {
+        // A tab after a space is column 8 to CPython but column 2 with a tab
+        // as one column; eight spaces are 8 and 8: the two disagree.
+        let err = check("if x:\n \tif y:\n        pass\n").unwrap_err();
+        assert_eq!(
+            err.what,
+            "inconsistent use of tabs and spaces in indentation"
+        );
+        assert_eq!(err.at, 14);
+        // A dedent to a column no open level has.
+        let err = check("if x:\n        a\n    b\n").unwrap_err();
+        assert_eq!(
+            err.what,
+            "unindent does not match any outer indentation level"
+        );
+        // Tabs alone, spaces alone, and a tab-then-spaces pattern repeated
+        // consistently are fine.
+        assert_eq!(check("if x:\n\tif y:\n\t\tpass\n\tb\n"), Ok(()));
+        assert_eq!(check("if x:\n\t  a\n\t  b\n"), Ok(()));
+    }
+
+    #[test]
+    fn indentation_tree_sitter_reads_differently_is_refused() {
+        // 65,536 columns: CPython opens a level, tree-sitter's scanner keeps
+        // it as 0, so the next line's dedent is no dedent to it.
+        let deep = " ".repeat(65_536);
+        let text = format!("if x:\n{deep}a\n{deep}b\nc\n");
+        let err = check(&text).unwrap_err();
+        assert!(
+            err.what.starts_with("indentation tree-sitter would read"),
+            "{err:?}"
+        );
+        // Just below the limit both agree.
+        let wide = " ".repeat(65_535);
+        assert_eq!(check(&format!("if x:\n{wide}a\n{wide}b\nc\n")), Ok(()));
+        // A space then a tab: column 8 to CPython, 9 to the scanner; nine
+        // spaces below it open a block to CPython (9 > 8; 9 > 2 with a tab
+        // as one column, so no TabError) and none to the scanner (9 > 9).
+        let text = "if x:\n \tif x:\n         pass\n";
+        let err = check(text).unwrap_err();
+        assert!(
+            err.what.starts_with("indentation tree-sitter would read"),
+            "{err:?}"
+        );
+        assert_eq!(err.at, 14);
+        // Written with spaces alone, the same program passes.
+        let text = "if x:\n        if x:\n         pass\n";
+        assert_eq!(check(text), Ok(()));
     }
 }

@@ -174,7 +174,13 @@ pub fn check_tokens(text: &str) -> Result<(), SyntaxProblem> {
         let (line, column) = text_position(text, v.at);
         SyntaxProblem {
             at: Position { line, column },
-            what: format!("syntax error: {} (CPython rejects it)", v.what),
+            what: match v.cpython_refuses {
+                true => format!("syntax error: {} (CPython rejects it)", v.what),
+                false => format!(
+                    "{}: hookfence cannot analyse it as CPython reads it",
+                    v.what
+                ),
+            },
         }
     })
 }

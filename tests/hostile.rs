@@ -561,3 +561,122 @@ fn a_namespace_package_root_imports_from_its_parent() {
         "{run}"
     );
 }
+
+/// W3: a name a hook hands on, calls or registers is looked up with
+/// Python's scoping. Bound where it is used by a parameter (its default
+/// included), a loop target or a local assignment, it is not the imported
+/// function nor the file's `def` of that name, on every evidence path:
+/// handed to `module.apply`, called, registered, `Fn.apply` of a class.
+#[test]
+fn a_name_bound_locally_is_not_the_function_of_that_name_on_any_path() {
+    const MOVES: &[u8] = b"def mv(module, *args):\n    for p in module.parameters():\n        p.data = p.data.to('cuda')\n";
+    const LOCAL_DEF: &str = "def mv(module, *args):\n    module.cuda()\n";
+    const ATTACH: &str = "\n\ndef attach(model):\n    model.register_forward_pre_hook(pre)\n";
+    // (hook body with the name shadowed, the same body using the function)
+    let shapes: &[(&str, &str)] = &[
+        (
+            "def pre(module, args):\n    mv = print\n    module.apply(mv)\n",
+            "def pre(module, args):\n    module.apply(mv)\n",
+        ),
+        (
+            "def pre(module, args, mv=print):\n    module.apply(mv)\n",
+            "def pre(module, args, other=print):\n    module.apply(mv)\n",
+        ),
+        (
+            "def pre(module, args):\n    for mv in args:\n        module.apply(mv)\n",
+            "def pre(module, args):\n    for other in args:\n        module.apply(mv)\n",
+        ),
+        (
+            "def pre(module, args, mv=print):\n    mv(module)\n",
+            "def pre(module, args, other=print):\n    mv(module)\n",
+        ),
+    ];
+    for (shadowed, plain) in shapes {
+        for head in ["from moves import mv\n", LOCAL_DEF] {
+            for (body, expected) in [(shadowed, "not-offload  pre"), (plain, "unfenced  pre")] {
+                let text = format!("{head}\n\n{body}{ATTACH}");
+                let p = Project::new(&[("moves.py", MOVES), ("case.py", text.as_bytes())]);
+                let run = run_in(p.root(), &["--list", "case.py"]);
+                assert!(run.stdout_str().contains(expected), "{text}\n{run}");
+            }
+        }
+    }
+    // `Fn.apply` where `Fn` is a parameter, not the class of that name.
+    let function = "import torch\n\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, module):\n        module.cuda()\n        return module\n\n\n";
+    for (body, expected) in [
+        (
+            "def pre(module, args, Fn=None):\n    Fn.apply(module)\n",
+            "not-offload  pre",
+        ),
+        (
+            "def pre(module, args):\n    Fn.apply(module)\n",
+            "unfenced  pre",
+        ),
+    ] {
+        let text = format!("{function}{body}{ATTACH}");
+        let p = Project::new(&[("case.py", text.as_bytes())]);
+        let run = run_in(p.root(), &["--list", "case.py"]);
+        assert!(run.stdout_str().contains(expected), "{text}\n{run}");
+    }
+    // The registered name itself: a default parameter, a loop target, a
+    // replay loop's variable rebound: unresolved, never the function.
+    for body in [
+        "def attach(model, mv=print):\n    model.register_forward_pre_hook(mv)\n",
+        "def attach(model, fns):\n    for mv in fns:\n        model.register_forward_pre_hook(mv)\n",
+        "def attach(model, sub):\n    for hook in sub._forward_pre_hooks.values():\n        mv = hook\n        model.register_forward_pre_hook(mv)\n",
+    ] {
+        for head in ["from moves import mv\n", LOCAL_DEF] {
+            let text = format!("{head}\n\n{body}");
+            let p = Project::new(&[("moves.py", MOVES), ("case.py", text.as_bytes())]);
+            let run = run_in(p.root(), &["--list", "."]);
+            assert!(!run.stdout_str().contains("unfenced"), "{text}\n{run}");
+            assert!(run.stdout_str().contains("unresolved"), "{text}\n{run}");
+        }
+    }
+}
+
+/// D6: indentation CPython and tree-sitter's scanner read differently (a tab
+/// after a space, 65,536 columns) would drop a hook's body from the tree;
+/// indentation CPython refuses (`TabError`) is its syntax error. Either is
+/// one `path:line:col` error, exit 2, the file untouched, in every mode.
+#[test]
+fn indentation_read_differently_by_cpython_and_tree_sitter_is_refused() {
+    let hook = |indent: &str, body: &str| {
+        format!(
+            "import torch\n\n\ndef pre(m, a):\n{indent}if a:\n{body}m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n"
+        )
+    };
+    let deep = " ".repeat(65_536);
+    let cases = [
+        // CPython: column 8 then 9, a block; the scanner: 9 then 9, none.
+        (
+            hook(" \t", "         "),
+            "hooks.py:6:1: indentation tree-sitter would read into another block than CPython does",
+        ),
+        // CPython: a tab after a space is 8 against eight spaces' 8, but 2
+        // against 8 with a tab as one column.
+        (
+            hook(" \t", "        "),
+            "hooks.py:6:1: syntax error: inconsistent use of tabs and spaces in indentation",
+        ),
+        (
+            format!(
+                "import torch\n\n\ndef pre(m, a):\n{deep}m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n"
+            ),
+            "hooks.py:8:1: indentation tree-sitter would read into another block than CPython does",
+        ),
+    ];
+    for (text, expected) in cases {
+        let p = Project::new(&[("hooks.py", text.as_bytes())]);
+        for mode in ["--check", "--list", "--apply"] {
+            let run = run_in(p.root(), &[mode, "--allow-dirty", "hooks.py"]);
+            assert_eq!(run.code, Some(2), "{mode}\n{run}");
+            assert!(run.stderr.contains(expected), "{mode}: {expected}\n{run}");
+        }
+        assert_eq!(p.read("hooks.py"), text.as_bytes());
+    }
+    // The control: the same hook indented with spaces alone is found.
+    let p = Project::new(&[("hooks.py", hook("        ", "         ").as_bytes())]);
+    let run = run_in(p.root(), &["--check", "hooks.py"]);
+    assert_eq!(run.code, Some(1), "{run}");
+}

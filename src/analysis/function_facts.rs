@@ -40,6 +40,10 @@ pub struct CallFact {
     /// capture, asked of the file's scope model — so it is not the imported
     /// function of that name, whatever the module imports.
     pub not_the_import: bool,
+    /// A bare callee name bound here only by what no fact follows (a
+    /// parameter, its default included, a loop, `with` or `except` target, a
+    /// match capture): no function of the project of that name is called.
+    pub opaque: bool,
     /// Not a call written here but a function reached another way
     /// (`queries/handed.scm`).
     pub through: Option<Through>,

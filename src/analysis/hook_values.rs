@@ -309,6 +309,9 @@ pub(super) fn find_method<'t>(
 pub enum Value {
     /// A bare name.
     Name(String),
+    /// A bare name bound here by no `def`, class or import (an assignment):
+    /// only what is assigned to it, never a function of that name.
+    Local(String),
     /// `self.m`, `Cls.m`, `obj.m`.
     Attribute(String),
     /// A lambda (its index in [`ModuleFacts::functions`]).

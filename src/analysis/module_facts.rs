@@ -373,20 +373,14 @@ impl ModuleFacts {
                 .around(node)
                 .and_then(|f| by_start.get(&f.start_byte()).copied())
         };
-        // Whether a call's name is the import of that name is asked of the
-        // scope model: the matcher's, else one built here, only if a call
-        // names an import at all.
-        let names_an_import = calls.iter().any(|(_, callee)| {
-            import_named_by(callee).is_some_and(|name| facts.imports.contains_key(name))
-        });
-        let built;
-        let model = match given_model {
-            _ if !names_an_import => None,
-            Some(given) if !given.scopes().is_empty() => Some(given),
-            _ => {
-                built = SemanticModel::build(root, text);
-                Some(&built)
-            }
+        // Whether a call's name is the import of that name, or a name bound
+        // only by what no fact follows, is asked of the scope model: the
+        // matcher's, else one built here, only if a call names an import or
+        // a function of the file.
+        let built: std::cell::OnceCell<SemanticModel> = std::cell::OnceCell::new();
+        let scope_model = || match given_model {
+            Some(given) if !given.scopes().is_empty() => given,
+            _ => built.get_or_init(|| SemanticModel::build(root, text)),
         };
         // A call of a replay loop's variable in its body replays the table.
         let replayed: Vec<(Node<'_>, Callee, Through)> = calls
@@ -419,17 +413,45 @@ impl ModuleFacts {
                 .and_then(|a| a.named_child(0))
                 .filter(|a| a.kind() != "keyword_argument")
                 .map(|a| text_of(a, text).to_owned());
+            let at = call.start_byte();
             let not_the_import = import_named_by(&callee)
                 .filter(|name| facts.imports.contains_key(*name))
-                .is_some_and(|name| {
-                    model.is_some_and(|m| !m.may_be_import(name, call.start_byte()))
-                });
+                .is_some_and(|name| !scope_model().may_be_import(name, at));
+            // A bare name bound here by no `def`, class or import (a
+            // parameter, a loop target, a local assignment): never a function
+            // of that name elsewhere (and a replay loop's own variable is
+            // the point of the replay).
+            let opaque = match (&callee, &through) {
+                (_, Some(Through::Replayed { .. })) => false,
+                (Callee::Name(name), _)
+                    if facts.imports.contains_key(name)
+                        || !facts.star_imports.is_empty()
+                        || facts.functions.iter().any(|f| f.name == *name) =>
+                {
+                    bound_by_no_definition(scope_model(), name, at)
+                }
+                // `Fn.apply(...)` with `Fn` a parameter, not the class.
+                (
+                    Callee::Method {
+                        receiver: Some(receiver),
+                        ..
+                    },
+                    Some(_),
+                ) if !receiver.contains('.')
+                    && (facts.imports.contains_key(receiver)
+                        || facts.classes.contains_key(receiver)) =>
+                {
+                    bound_by_no_definition(scope_model(), receiver, at)
+                }
+                _ => false,
+            };
             facts.functions[owner].calls.push(CallFact {
                 callee,
                 line: call.start_position().row + 1,
-                start: call.start_byte(),
+                start: at,
                 first_argument,
                 not_the_import,
+                opaque,
                 through,
             });
         }
@@ -444,10 +466,16 @@ impl ModuleFacts {
                 .push((value, owner_of(attr)));
         }
         for (fwd, target, value) in replacements {
+            let value = as_bound_at(
+                value_of(value, text, &by_start),
+                &facts.imports,
+                &scope_model,
+                value.start_byte(),
+            );
             facts.forward_replacements.push(ForwardReplacement {
                 line: fwd.start_position().row + 1,
                 target: text_of(target, text).to_owned(),
-                value: value_of(value, text, &by_start),
+                value,
                 scope: owner_of(fwd),
             });
         }
@@ -524,10 +552,16 @@ impl ModuleFacts {
                     return;
                 };
                 let (line, column) = line_column(call, text);
+                let value = as_bound_at(
+                    value_of(hook, text, &by_start),
+                    &facts.imports,
+                    &scope_model,
+                    hook.start_byte(),
+                );
                 facts.registrations.push(Registration {
                     line,
                     column,
-                    value: value_of(hook, text, &by_start),
+                    value,
                     scope: owner_of(call),
                     registrar: method.to_owned(),
                 });
@@ -659,6 +693,81 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
 
 /// The name a call looks up that an import could bind: the callee's own
 /// name, or the first part of its receiver.
+/// `value` as the name it starts with is bound at `at`, with Python's
+/// scoping (the rule plain calls obey, for every value handed to torch):
+/// a bare name bound there by no `def`, class or import (an assignment) is
+/// [`Value::Local`], followed only through what is assigned to it; a name
+/// bound there only by what no fact follows (a parameter, its default
+/// included, a loop, `with` or `except` target, a match capture) is
+/// [`Value::Other`], as is a dotted name whose first segment is such a name
+/// or an import bound there by something else.
+fn as_bound_at<'m>(
+    value: Value,
+    imports: &HashMap<String, String>,
+    model: &dyn Fn() -> &'m SemanticModel,
+    at: usize,
+) -> Value {
+    let first = match &value {
+        Value::Name(name) => name.as_str(),
+        Value::Attribute(dotted) => dotted.split('.').next().unwrap_or(""),
+        _ => return value,
+    };
+    if first == "self" || first == "cls" {
+        return value;
+    }
+    let model = model();
+    let unfollowed = bound_only_by_unfollowed(model, first, at);
+    let not_the_import = imports.contains_key(first) && !model.may_be_import(first, at);
+    match value {
+        Value::Name(name) if unfollowed => Value::Other(name),
+        Value::Name(name) if not_the_import || bound_by_no_definition(model, &name, at) => {
+            Value::Local(name)
+        }
+        // `handle.pre` with `handle` assigned here stays: the attribute is
+        // looked up on what is assigned.
+        Value::Attribute(dotted) if unfollowed || not_the_import => Value::Other(dotted),
+        value => value,
+    }
+}
+
+/// Whether `name`, looked up at `at`, is certainly bound there and only by
+/// what no fact follows: a parameter (its default included), a loop, `with`
+/// or `except` target, a match capture.
+fn bound_only_by_unfollowed(model: &SemanticModel, name: &str, at: usize) -> bool {
+    use crate::analysis::scope::BindingKind;
+    let found = model.possible_bindings(name, model.scope_at(at), at);
+    !found.bindings.is_empty()
+        && !found.maybe_unbound
+        && found.bindings.iter().all(|id| {
+            matches!(
+                model.binding(*id).kind,
+                BindingKind::Parameter
+                    | BindingKind::LoopTarget
+                    | BindingKind::WithTarget
+                    | BindingKind::ExceptTarget
+                    | BindingKind::MatchCapture
+            )
+        })
+}
+
+/// Whether `name`, looked up at `at`, is bound there and by no `def`,
+/// class or import (nor a star import that may bind it).
+fn bound_by_no_definition(model: &SemanticModel, name: &str, at: usize) -> bool {
+    use crate::analysis::scope::BindingKind;
+    let found = model.possible_bindings(name, model.scope_at(at), at);
+    !found.unknown
+        && !found.bindings.is_empty()
+        && found.bindings.iter().all(|id| {
+            !matches!(
+                model.binding(*id).kind,
+                BindingKind::Def
+                    | BindingKind::Class
+                    | BindingKind::Import { .. }
+                    | BindingKind::StarImport { .. }
+            )
+        })
+}
+
 fn import_named_by(callee: &Callee) -> Option<&str> {
     match callee {
         Callee::Name(name) => Some(name),

@@ -369,6 +369,7 @@ impl<'v> ProjectIndex<'v> {
                 }
                 found
             }
+            Callee::Name(_) if call.opaque => Vec::new(),
             Callee::Name(name) if call.not_the_import => module
                 .functions_named(name, Some(caller.start))
                 .into_iter()
@@ -383,6 +384,7 @@ impl<'v> ProjectIndex<'v> {
             } if call.through.is_some() => {
                 let first = class.split('.').next().unwrap_or(class);
                 let names_a_class = !call.not_the_import
+                    && !call.opaque
                     && !caller.locals.contains_key(class)
                     && (module.classes.contains_key(class.as_str())
                         || module.imports.contains_key(first));
@@ -610,20 +612,24 @@ impl ProjectIndex<'_> {
             start: 0,
             first_argument: None,
             not_the_import: false,
+            opaque: false,
             through: None,
         };
         let through = |callee: &str| -> Vec<FunctionRef> {
+            let call = as_call(callee);
             match scope {
-                Some(scope) => self.targets(module, scope, &as_call(callee)),
-                None => self.module_level_targets(module, &as_call(callee)),
+                Some(scope) => self.targets(module, scope, &call),
+                None => self.module_level_targets(module, &call),
             }
         };
         match value {
             Value::Function(i) => vec![(Arc::clone(module), *i)],
-            Value::Name(name) => {
-                let found = through(name);
-                if !found.is_empty() {
-                    return found;
+            Value::Name(name) | Value::Local(name) => {
+                if let Value::Name(_) = value {
+                    let found = through(name);
+                    if !found.is_empty() {
+                        return found;
+                    }
                 }
                 // A variable: what was assigned to it, innermost scope first.
                 let mut scope = scope;
