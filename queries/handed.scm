@@ -11,7 +11,7 @@
 ; autograd engine (`Variable._execution_engine.queue_callback(f)`), to a
 ; custom autograd Function (`Fn.apply(module, f, *inputs)`) or to
 ; `nn.Module.apply(f)`; by name, or as the first argument of
-; `functools.partial(f, ...)`.
+; `functools.partial(f, ...)`; to an executor's `submit(f, *args)`.
 ;
 ; Captures:
 ;   @handed.call   the call that hands it over
@@ -44,6 +44,14 @@
     "register_hook" "register_post_accumulate_grad_hook"
     "register_multi_grad_hook" "queue_callback" "apply")
   (#eq? @handed.partial "partial")) @handed.call
+
+; Handed to an executor: `pool.submit(f, a, b)` runs `f(a, b)` (on another
+; thread, on the module's behalf: a block swap's weight moves); only the
+; first argument is the function.
+(call
+  function: (attribute attribute: (identifier) @handed.to) @handed.callee
+  arguments: (argument_list . (identifier) @handed.fn)
+  (#eq? @handed.to "submit")) @handed.call
 
 ; `Fn.apply(...)`: a custom autograd Function runs `Fn.forward` now and
 ; `Fn.backward` at backward time (followed only where `Fn` is a class).

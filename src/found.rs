@@ -18,6 +18,10 @@ pub struct Found {
     /// class statement.
     pub path: PathBuf,
     pub line: usize,
+    /// Found only through a backward registrar (its name): listed with
+    /// status `backward`, never fenced (the status says it in JSON).
+    #[serde(skip)]
+    pub backward: Option<String>,
 }
 
 impl std::fmt::Display for Found {

@@ -284,6 +284,15 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                         "--all-hooks fences it"
                     }
                 ),
+                // `--all-hooks` lists a backward hook with no offload work
+                // as backward too: say which it is.
+                Status::Backward { evidence, .. } if evidence == "--all-hooks" => format!(
+                    "skipped {}: backward hook, not offload: {} ({}); {}",
+                    c.qualname,
+                    site.not_offload_reason(),
+                    site.why_hook,
+                    crate::analysis::verdict::BACKWARD_NOT_FENCED
+                ),
                 Status::Backward { evidence, .. } => format!(
                     "skipped {}: backward hook that {evidence} ({}); {}",
                     c.qualname,

@@ -55,15 +55,26 @@ impl ProjectIndex<'_> {
                     }
                     let targets =
                         self.functions_of(module, registration.scope, &registration.value, 0);
+                    let backward = registration
+                        .backward
+                        .then(|| registration.registrar.clone());
                     let why = Found {
                         how: "registration",
-                        detail: format!(
-                            "registered at {}:{}",
-                            module.path.display(),
-                            registration.line
-                        ),
+                        detail: match &backward {
+                            Some(registrar) => format!(
+                                "registered with {registrar} at {}:{}",
+                                module.path.display(),
+                                registration.line
+                            ),
+                            None => format!(
+                                "registered at {}:{}",
+                                module.path.display(),
+                                registration.line
+                            ),
+                        },
                         path: module.path.clone(),
                         line: registration.line,
+                        backward,
                     };
                     for (target_module, target) in &targets {
                         discovered.add_function(target_module, *target, &why);
@@ -73,7 +84,7 @@ impl ProjectIndex<'_> {
                     }
                 }
             }
-            for registration in &module.registrations {
+            for registration in module.registrations.iter().filter(|r| !r.backward) {
                 let hooks = self.functions_of(module, registration.scope, &registration.value, 0);
                 for (hook_module, hook) in hooks {
                     self.dispatch_of_hook(&hook_module, hook, &mut discovered);
@@ -173,6 +184,7 @@ impl ProjectIndex<'_> {
                 ),
                 path: installed_in.path.clone(),
                 line: replacement.line,
+                backward: None,
             };
             match &call.callee {
                 Callee::Method { receiver, method } => {
@@ -304,6 +316,7 @@ impl ProjectIndex<'_> {
                     ),
                     path: module.path.clone(),
                     line: call.line,
+                    backward: None,
                 });
         }
     }
@@ -315,8 +328,13 @@ impl Discovered {
     fn add_function(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
         let fact = &module.functions[function];
         self.names.insert(fact.name.clone());
-        self.functions
+        let entry = self
+            .functions
             .entry((identity(&module.path), fact.line, fact.column))
             .or_insert_with(|| why.clone());
+        // Registered for forward anywhere: a forward hook.
+        if entry.backward.is_some() && why.backward.is_none() {
+            *entry = why.clone();
+        }
     }
 }

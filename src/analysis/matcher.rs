@@ -281,6 +281,11 @@ pub fn analyze_with(
                     def_candidate(&ctx, def)
                 }
             });
+            // Found only through a backward registration: listed as a
+            // backward hook, unless registered for forward as well.
+            if entry.registered_at.is_none() && entry.discovered.is_none() {
+                entry.backward.clone_from(&why.backward);
+            }
             entry.discovered.get_or_insert_with(|| why.clone());
         }
     }

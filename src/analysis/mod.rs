@@ -37,6 +37,7 @@
 //! Above the folder, `plan` turns verdicts into edits.
 
 pub mod arguments;
+pub mod bound;
 pub mod chain;
 pub mod discovery;
 pub mod effects;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
+use crate::analysis::bound::{as_bound_at, bound_by_no_definition, import_named_by};
 use crate::analysis::effects::local::Context;
 use crate::analysis::function_facts::function_fact;
 pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
@@ -45,6 +46,8 @@ pub struct Registration {
     pub scope: Option<usize>,
     /// The registrar's name (`register_forward_pre_hook`).
     pub registrar: String,
+    /// A backward registrar (`register_full_backward_hook`).
+    pub backward: bool,
 }
 
 /// One class of a module.
@@ -540,11 +543,10 @@ impl ModuleFacts {
                     return;
                 };
                 // Backward hooks are listed, never fenced (see
-                // `resolve::BACKWARD_NOT_FENCED`): one the matcher cannot follow
-                // stays unresolved rather than becoming a forward hook here.
-                if capture(captures, compiled.registrations.backward).is_some() {
-                    return;
-                }
+                // `verdict::BACKWARD_NOT_FENCED`): one the matcher cannot
+                // follow is resolved here as a backward hook, never a forward
+                // one.
+                let backward = capture(captures, compiled.registrations.backward).is_some();
                 let (method, hook) = crate::analysis::hook_values::registrar_and_hook(
                     call, arguments, text, vocabulary,
                 );
@@ -564,6 +566,7 @@ impl ModuleFacts {
                     value,
                     scope: owner_of(call),
                     registrar: method.to_owned(),
+                    backward,
                 });
             },
         );
@@ -693,91 +696,6 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
 
 /// The name a call looks up that an import could bind: the callee's own
 /// name, or the first part of its receiver.
-/// `value` as the name it starts with is bound at `at`, with Python's
-/// scoping (the rule plain calls obey, for every value handed to torch):
-/// a bare name bound there by no `def`, class or import (an assignment) is
-/// [`Value::Local`], followed only through what is assigned to it; a name
-/// bound there only by what no fact follows (a parameter, its default
-/// included, a loop, `with` or `except` target, a match capture) is
-/// [`Value::Other`], as is a dotted name whose first segment is such a name
-/// or an import bound there by something else.
-fn as_bound_at<'m>(
-    value: Value,
-    imports: &HashMap<String, String>,
-    model: &dyn Fn() -> &'m SemanticModel,
-    at: usize,
-) -> Value {
-    let first = match &value {
-        Value::Name(name) => name.as_str(),
-        Value::Attribute(dotted) => dotted.split('.').next().unwrap_or(""),
-        _ => return value,
-    };
-    if first == "self" || first == "cls" {
-        return value;
-    }
-    let model = model();
-    let unfollowed = bound_only_by_unfollowed(model, first, at);
-    let not_the_import = imports.contains_key(first) && !model.may_be_import(first, at);
-    match value {
-        Value::Name(name) if unfollowed => Value::Other(name),
-        Value::Name(name) if not_the_import || bound_by_no_definition(model, &name, at) => {
-            Value::Local(name)
-        }
-        // `handle.pre` with `handle` assigned here stays: the attribute is
-        // looked up on what is assigned.
-        Value::Attribute(dotted) if unfollowed || not_the_import => Value::Other(dotted),
-        value => value,
-    }
-}
-
-/// Whether `name`, looked up at `at`, is certainly bound there and only by
-/// what no fact follows: a parameter (its default included), a loop, `with`
-/// or `except` target, a match capture.
-fn bound_only_by_unfollowed(model: &SemanticModel, name: &str, at: usize) -> bool {
-    use crate::analysis::scope::BindingKind;
-    let found = model.possible_bindings(name, model.scope_at(at), at);
-    !found.bindings.is_empty()
-        && !found.maybe_unbound
-        && found.bindings.iter().all(|id| {
-            matches!(
-                model.binding(*id).kind,
-                BindingKind::Parameter
-                    | BindingKind::LoopTarget
-                    | BindingKind::WithTarget
-                    | BindingKind::ExceptTarget
-                    | BindingKind::MatchCapture
-            )
-        })
-}
-
-/// Whether `name`, looked up at `at`, is bound there and by no `def`,
-/// class or import (nor a star import that may bind it).
-fn bound_by_no_definition(model: &SemanticModel, name: &str, at: usize) -> bool {
-    use crate::analysis::scope::BindingKind;
-    let found = model.possible_bindings(name, model.scope_at(at), at);
-    !found.unknown
-        && !found.bindings.is_empty()
-        && found.bindings.iter().all(|id| {
-            !matches!(
-                model.binding(*id).kind,
-                BindingKind::Def
-                    | BindingKind::Class
-                    | BindingKind::Import { .. }
-                    | BindingKind::StarImport { .. }
-            )
-        })
-}
-
-fn import_named_by(callee: &Callee) -> Option<&str> {
-    match callee {
-        Callee::Name(name) => Some(name),
-        Callee::Method {
-            receiver: Some(r), ..
-        } => r.split('.').next(),
-        Callee::Method { receiver: None, .. } => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

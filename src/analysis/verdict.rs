@@ -166,6 +166,7 @@ pub fn decide(
         detail,
         path: path.to_path_buf(),
         line,
+        backward: None,
     };
     let mut lineage = Vec::new();
     if let Some(owner) = &candidate.owner

@@ -290,6 +290,14 @@ fn bind(
                     _ => Bound::Dropped,
                 };
             }
+            if to.ends_with(".submit") {
+                // `pool.submit(f, a, b)`: `f(a, b)`.
+                return values
+                    .positional
+                    .get(param + 1)
+                    .cloned()
+                    .map_or(Bound::Dropped, Bound::Vals);
+            }
             if to.ends_with(".apply") && param == 0 {
                 // `module.apply(fn)`: each submodule of the receiver.
                 return values.receiver.clone().map_or(Bound::Unknown, |r| {
