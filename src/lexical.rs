@@ -50,6 +50,25 @@ fn is_name_byte(b: u8) -> bool {
     b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80
 }
 
+/// Characters tree-sitter's grammar skips as whitespace but CPython's
+/// tokenizer refuses between tokens (a byte-order mark only counts at the
+/// very start, where decoding strips it): the first in `word`, with its
+/// offset.
+fn invisible_in(word: &[u8]) -> Option<(usize, &'static str)> {
+    const INVISIBLE: [(&[u8], &str); 3] = [
+        (b"\xe2\x80\x8b", "invalid non-printable character U+200B"),
+        (b"\xe2\x81\xa0", "invalid non-printable character U+2060"),
+        (b"\xef\xbb\xbf", "invalid non-printable character U+FEFF"),
+    ];
+    if word.is_ascii() {
+        return None;
+    }
+    INVISIBLE
+        .iter()
+        .filter_map(|(bytes, what)| memchr::memmem::find(word, bytes).map(|offset| (offset, *what)))
+        .min_by_key(|(offset, _)| *offset)
+}
+
 /// The first rule `text` breaks, if any.
 pub fn check(text: &str) -> Result<(), Violation> {
     Scanner {
@@ -253,8 +272,33 @@ impl Scanner<'_> {
                 }
             }
             b'\\' if matches!(self.peek(1), Some(b'\n' | b'\r')) => {
+                let at = self.i;
                 let crlf = self.peek(1) == Some(b'\r') && self.peek(2) == Some(b'\n');
                 self.i += if crlf { 3 } else { 2 };
+                // A continuation into the end of the file continues nothing.
+                if self.i >= self.bytes.len() {
+                    return Err(Violation {
+                        at,
+                        what: "unexpected EOF while parsing",
+                        cpython_refuses: true,
+                    });
+                }
+            }
+            b'\\' if self.i + 1 == self.bytes.len() => {
+                return Err(Violation {
+                    at: self.i,
+                    what: "unexpected EOF while parsing",
+                    cpython_refuses: true,
+                });
+            }
+            // Whitespace to tree-sitter, no character at all to CPython's
+            // tokenizer (outside strings and comments).
+            b'\x0b' => {
+                return Err(Violation {
+                    at: self.i,
+                    what: "invalid non-printable character U+000B",
+                    cpython_refuses: true,
+                });
             }
             b'\n' | b'\r' => {
                 self.i += 1;
@@ -300,6 +344,13 @@ impl Scanner<'_> {
                     self.i += 1;
                 }
                 let word = &self.bytes[start..self.i];
+                if let Some((offset, what)) = invisible_in(word) {
+                    return Err(Violation {
+                        at: start + offset,
+                        what,
+                        cpython_refuses: true,
+                    });
+                }
                 if matches!(self.peek(0), Some(b'"' | b'\''))
                     && word.len() <= 2
                     && word
@@ -454,6 +505,14 @@ impl Scanner<'_> {
         if literal.ends_with(b"_") {
             return Err(Violation {
                 at: start,
+                what,
+                cpython_refuses: true,
+            });
+        }
+        let rest = &self.bytes[self.i..self.bytes.len().min(self.i + 3)];
+        if let Some((0, what)) = invisible_in(rest) {
+            return Err(Violation {
+                at: self.i,
                 what,
                 cpython_refuses: true,
             });
@@ -629,6 +688,54 @@ mod tests {
         // consistently are fine.
         assert_eq!(check("if x:\n\tif y:\n\t\tpass\n\tb\n"), Ok(()));
         assert_eq!(check("if x:\n\t  a\n\t  b\n"), Ok(()));
+    }
+
+    #[test]
+    fn what_cpython_refuses_between_tokens_and_at_the_end_is_refused() {
+        for (text, what, at) in [
+            ("x = 1 \\\n", "unexpected EOF while parsing", 6),
+            (
+                "if x:\n    y = 1 \\\r\n",
+                "unexpected EOF while parsing",
+                16,
+            ),
+            ("x = 1 \\", "unexpected EOF while parsing", 6),
+            (
+                "x = 1\x0b+ 2\n",
+                "invalid non-printable character U+000B",
+                5,
+            ),
+            (
+                "x = 1\u{200b}+ 2\n",
+                "invalid non-printable character U+200B",
+                5,
+            ),
+            (
+                "x\u{2060} = 1\n",
+                "invalid non-printable character U+2060",
+                1,
+            ),
+            (
+                "x = 1 \u{feff}\n",
+                "invalid non-printable character U+FEFF",
+                6,
+            ),
+        ] {
+            let err = check(text).unwrap_err();
+            assert_eq!((err.what, err.at), (what, at), "{text:?}");
+        }
+        // CPython takes these: a continuation into a blank line or a
+        // comment, the characters inside strings and comments, a name
+        // with other non-ASCII letters.
+        for text in [
+            "x = 1 \\\n\n",
+            "x = 1 \\\n# c\n",
+            "# a\x0b\u{200b}\n",
+            "s = '\x0b\u{200b}\u{2060}'\n",
+            "caf\u{e9} = 1\n",
+        ] {
+            assert_eq!(check(text), Ok(()), "{text:?}");
+        }
     }
 
     #[test]

@@ -682,3 +682,43 @@ fn indentation_read_differently_by_cpython_and_tree_sitter_is_refused() {
     let run = run_in(p.root(), &["--check", "hooks.py"]);
     assert_eq!(run.code, Some(1), "{run}");
 }
+
+/// U2: input every CPython refuses is the input's syntax error, never
+/// rewritten: a backslash continuation into the end of the file, and a
+/// vertical tab, U+200B, U+2060 or U+FEFF between tokens (whitespace to
+/// tree-sitter). One `path:line:col` error, exit 2, the file untouched.
+#[test]
+fn input_cpython_refuses_between_tokens_or_at_the_end_is_never_rewritten() {
+    let hook = "import torch\n\n\ndef pre(m, a):\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n";
+    let cases: [(String, &str); 5] = [
+        (
+            format!("{hook}x = 1 \\\n"),
+            "hooks.py:9:7: syntax error: unexpected EOF while parsing",
+        ),
+        (
+            hook.replace("m.to('cuda')", "m.to(\x0b'cuda')"),
+            "hooks.py:5:10: syntax error: invalid non-printable character U+000B",
+        ),
+        (
+            hook.replace("m.to('cuda')", "m\u{200b}.to('cuda')"),
+            "hooks.py:5:6: syntax error: invalid non-printable character U+200B",
+        ),
+        (
+            hook.replace("def pre(m, a)", "def pre(m, a\u{2060})"),
+            "hooks.py:4:13: syntax error: invalid non-printable character U+2060",
+        ),
+        (
+            hook.replace("m.to('cuda')", "m.to('cuda') \u{feff}"),
+            "hooks.py:5:18: syntax error: invalid non-printable character U+FEFF",
+        ),
+    ];
+    for (text, expected) in cases {
+        let p = Project::new(&[("hooks.py", text.as_bytes())]);
+        for mode in ["--check", "--apply"] {
+            let run = run_in(p.root(), &[mode, "--allow-dirty", "hooks.py"]);
+            assert_eq!(run.code, Some(2), "{text:?}\n{run}");
+            assert!(run.stderr.contains(expected), "{expected}\n{run}");
+        }
+        assert_eq!(p.read("hooks.py"), text.as_bytes());
+    }
+}
