@@ -71,6 +71,17 @@ impl FileError {
                 Position { line, column: 1 },
                 format!("unknown encoding {name:?} in coding cookie"),
             ),
+            DecodeError::Undecodable {
+                line,
+                column,
+                codec,
+                byte,
+            } => (
+                Position { line, column },
+                format!(
+                    "syntax error: the {codec} codec cannot decode byte 0x{byte:02x} (CPython rejects it)"
+                ),
+            ),
             DecodeError::NotRoundTrip { encoding } => (
                 Position { line: 1, column: 1 },
                 format!("{encoding} text that does not decode and encode back to the same bytes"),

@@ -15,6 +15,7 @@ pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod confine;
+pub mod cpython_codecs;
 pub mod discover;
 pub mod edit;
 pub mod error;

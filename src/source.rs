@@ -21,8 +21,10 @@ pub enum Encoding {
     Utf8,
     /// Python's `latin-1` / `iso-8859-1`: every byte is the code point of the same value.
     Latin1,
-    /// Any other encoding known to the WHATWG registry, checked to round-trip.
-    Other(&'static encoding_rs::Encoding),
+    /// Any other encoding known to the WHATWG registry, checked to
+    /// round-trip, with the CPython codec whose stricter tables the bytes
+    /// are checked against first, where hookfence has them.
+    Other(&'static encoding_rs::Encoding, Option<&'static str>),
 }
 
 impl Encoding {
@@ -30,7 +32,7 @@ impl Encoding {
         match self {
             Encoding::Utf8 => "utf-8",
             Encoding::Latin1 => "latin-1",
-            Encoding::Other(enc) => enc.name(),
+            Encoding::Other(enc, _) => enc.name(),
         }
     }
 
@@ -40,7 +42,7 @@ impl Encoding {
             Encoding::Utf8 => Cow::Borrowed(text.as_bytes()),
             // Decoded from latin-1 plus ASCII: every char is below U+0100.
             Encoding::Latin1 => Cow::Owned(text.chars().map(|c| c as u32 as u8).collect()),
-            Encoding::Other(enc) => match enc.encode(text) {
+            Encoding::Other(enc, _) => match enc.encode(text) {
                 (Cow::Borrowed(b), _, _) => Cow::Owned(b.to_vec()),
                 (Cow::Owned(b), _, _) => Cow::Owned(b),
             },
@@ -51,10 +53,28 @@ impl Encoding {
 /// Why bytes could not be turned into text. Positions are 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
-    InvalidUtf8 { line: usize, column: usize },
-    UnknownEncoding { line: usize, name: String },
-    NotRoundTrip { encoding: &'static str },
-    NulByte { line: usize, column: usize },
+    InvalidUtf8 {
+        line: usize,
+        column: usize,
+    },
+    UnknownEncoding {
+        line: usize,
+        name: String,
+    },
+    NotRoundTrip {
+        encoding: &'static str,
+    },
+    /// A byte sequence CPython's codec does not decode (WHATWG's may).
+    Undecodable {
+        line: usize,
+        column: usize,
+        codec: &'static str,
+        byte: u8,
+    },
+    NulByte {
+        line: usize,
+        column: usize,
+    },
 }
 
 /// A decoded source file.
@@ -163,7 +183,18 @@ impl Source {
                 }
             },
             Encoding::Latin1 => Cow::Owned(body.iter().map(|&b| b as char).collect()),
-            Encoding::Other(enc) => {
+            Encoding::Other(enc, codec) => {
+                if let Some(codec) = codec
+                    && let Some(at) = crate::cpython_codecs::first_undecodable(codec, body)
+                {
+                    let (line, column) = byte_position(body, at);
+                    return Err(DecodeError::Undecodable {
+                        line,
+                        column,
+                        codec,
+                        byte: body[at],
+                    });
+                }
                 let (text, _, had_errors) = enc.decode(body);
                 let text = text.into_owned();
                 if had_errors || *encoding.encode(&text) != *body {
@@ -275,7 +306,14 @@ fn encoding_for_label(name: &str) -> Option<Encoding> {
     if enc == encoding_rs::UTF_8 {
         Some(Encoding::Utf8)
     } else {
-        Some(Encoding::Other(enc))
+        // A WHATWG label CPython knows no codec for is CPython's error.
+        use crate::cpython_codecs::{Cookie, codec_for};
+        let codec = match codec_for(name) {
+            Cookie::Unknown => return None,
+            Cookie::Checked(codec) => Some(codec),
+            Cookie::Unchecked => None,
+        };
+        Some(Encoding::Other(enc, codec))
     }
 }
 

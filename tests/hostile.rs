@@ -722,3 +722,67 @@ fn input_cpython_refuses_between_tokens_or_at_the_end_is_never_rewritten() {
         assert_eq!(p.read("hooks.py"), text.as_bytes());
     }
 }
+
+/// U2: bytes the declared codec does not define in CPython (its tables are
+/// stricter than the WHATWG ones hookfence decodes with) and cookie names
+/// CPython does not know are CPython's error: one `path:line:col` error,
+/// exit 2, the file untouched. The same file with a byte CPython decodes is
+/// fenced.
+#[test]
+fn bytes_cpythons_codec_does_not_define_are_never_rewritten() {
+    let hook = |cookie: &str, bytes: &[u8]| {
+        let mut text = format!("# coding: {cookie}\nimport torch\n\ns = '").into_bytes();
+        text.extend_from_slice(bytes);
+        text.extend_from_slice(
+            b"'\n\n\ndef pre(m, a):\n    m.to('cuda')\n\n\nmodel.register_forward_pre_hook(pre)\n",
+        );
+        text
+    };
+    for (cookie, bytes, expected) in [
+        (
+            "cp1252",
+            &b"\x80\x81"[..],
+            "hooks.py:4:7: syntax error: the cp1252 codec cannot decode byte 0x81",
+        ),
+        (
+            "gbk",
+            b"\x80",
+            "hooks.py:4:6: syntax error: the gbk codec cannot decode byte 0x80",
+        ),
+        (
+            "euc-jp",
+            b"\xad\xa1",
+            "hooks.py:4:6: syntax error: the euc_jp codec cannot decode byte 0xad",
+        ),
+        (
+            "big5",
+            b"\xf9\xfe",
+            "hooks.py:4:6: syntax error: the big5 codec cannot decode byte 0xf9",
+        ),
+        (
+            "x-cp1252",
+            b"\x80",
+            "hooks.py:1:1: unknown encoding \"x-cp1252\" in coding cookie",
+        ),
+    ] {
+        let text = hook(cookie, bytes);
+        let p = Project::new(&[("hooks.py", &text)]);
+        for mode in ["--check", "--apply"] {
+            let run = run_in(p.root(), &[mode, "--allow-dirty", "hooks.py"]);
+            assert_eq!(run.code, Some(2), "{cookie}\n{run}");
+            assert!(run.stderr.contains(expected), "{expected}\n{run}");
+        }
+        assert_eq!(p.read("hooks.py"), text);
+    }
+    for (cookie, bytes) in [
+        ("cp1252", &b"\x80"[..]),
+        ("gbk", b"\xc4\xe3"),
+        ("euc-jp", b"\xa4\xa2"),
+        ("big5", b"\xa1\x40"),
+    ] {
+        let text = hook(cookie, bytes);
+        let p = Project::new(&[("hooks.py", &text)]);
+        let run = run_in(p.root(), &["--check", "hooks.py"]);
+        assert_eq!(run.code, Some(1), "{cookie}\n{run}");
+    }
+}
