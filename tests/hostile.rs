@@ -786,3 +786,54 @@ fn bytes_cpythons_codec_does_not_define_are_never_rewritten() {
         assert_eq!(run.code, Some(1), "{cookie}\n{run}");
     }
 }
+
+/// D4: a hook replaying `sub._forward_pre_hooks` gets the same verdict
+/// whether the whole tree runs, its file alone, with `--project-root`, or
+/// on stdin with `--stdin-filename`: partial runs see the project's
+/// registrations too (pre-commit passes what CI passes).
+#[test]
+fn a_replayed_table_gives_the_same_verdict_in_partial_runs() {
+    let fused = b"def fused_pre(module, args):\n    for sub in module.children():\n        for hook in sub._forward_pre_hooks.values():\n            hook(sub, args)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(fused_pre)\n";
+    for (registering, extra) in [
+        (
+            &b"def onload(module, args):\n    for p in module.parameters():\n        p.data = p.data.to('cuda')\n\n\ndef install(model):\n    for sub in model.modules():\n        sub.register_forward_pre_hook(onload)\n"[..],
+            None,
+        ),
+        (
+            b"from pkg.moves import onload\n\n\ndef install(model):\n    for sub in model.modules():\n        sub.register_forward_pre_hook(onload)\n",
+            Some(&b"def onload(module, args):\n    module.cuda()\n"[..]),
+        ),
+    ] {
+        let mut files: Vec<(&str, &[u8])> = vec![
+            ("pyproject.toml", b""),
+            ("pkg/__init__.py", b""),
+            ("pkg/reg.py", registering),
+            ("pkg/fused.py", fused),
+        ];
+        if let Some(moves) = extra {
+            files.push(("pkg/moves.py", moves));
+        }
+        let p = Project::new(&files);
+        let verdict = |run: &Run| {
+            run.stdout_str()
+                .lines()
+                .find(|l| l.starts_with("pkg/fused.py:1:1"))
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_owned())
+        };
+        let whole = run_in(p.root(), &["--list", "."]);
+        assert_eq!(verdict(&whole).as_deref(), Some("unfenced"), "{whole}");
+        for args in [
+            &["--list", "pkg/fused.py"][..],
+            &["--list", "--project-root", ".", "pkg/fused.py"],
+        ] {
+            let run = run_in(p.root(), args);
+            assert_eq!(verdict(&run), verdict(&whole), "{args:?}\n{run}");
+        }
+        let run = run_with_stdin(
+            p.root(),
+            &["--list", "--stdin-filename", "pkg/fused.py", "-"],
+            Some(fused),
+        );
+        assert_eq!(verdict(&run), verdict(&whole), "stdin\n{run}");
+    }
+}
