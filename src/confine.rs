@@ -11,9 +11,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-use ignore::gitignore::Gitignore;
+use std::sync::Mutex;
 
 use crate::discover::Selection;
 
@@ -24,8 +22,6 @@ pub struct Confinement {
     roots: Vec<PathBuf>,
     selection: Selection,
     answers: Mutex<HashMap<PathBuf, bool>>,
-    /// The ignore files of each directory, parsed once.
-    ignores: Mutex<HashMap<PathBuf, Arc<Vec<Gitignore>>>>,
 }
 
 impl Confinement {
@@ -72,57 +68,24 @@ impl Confinement {
         if hidden || !self.selection.takes(path) || !self.selection.takes(&canonical) {
             return false;
         }
-        !self.git_ignores(&canonical)
+        Confinement::walk_takes(root, &canonical)
     }
 
-    /// Whether the ignore files of the git work tree holding `file` ignore
-    /// it, as the walk reads them: the deepest file that matches decides.
-    fn git_ignores(&self, file: &Path) -> bool {
-        let Some(worktree) = file.ancestors().skip(1).find(|d| d.join(".git").exists()) else {
-            return false;
-        };
-        let mut dirs: Vec<&Path> = file
-            .ancestors()
-            .skip(1)
-            .take_while(|d| d.starts_with(worktree))
-            .collect();
-        // Deepest first.
-        for dir in dirs.drain(..) {
-            for ignore in self.ignore_files(dir, dir == worktree).iter() {
-                let matched = ignore.matched_path_or_any_parents(file, false);
-                if matched.is_ignore() {
-                    return true;
-                }
-                if matched.is_whitelist() {
-                    return false;
-                }
-            }
-        }
-        false
-    }
-
-    fn ignore_files(&self, dir: &Path, worktree: bool) -> Arc<Vec<Gitignore>> {
-        if let Some(found) = lock(&self.ignores).get(dir) {
-            return Arc::clone(found);
-        }
-        // `.ignore` takes precedence over `.gitignore`, which takes
-        // precedence over `.git/info/exclude`, as in the walk.
-        let mut names = vec![dir.join(".ignore"), dir.join(".gitignore")];
-        if worktree {
-            names.push(dir.join(".git").join("info").join("exclude"));
-        }
-        let parsed: Vec<Gitignore> = names
-            .iter()
-            .filter(|p| p.is_file())
-            .map(|p| {
-                let mut builder = ignore::gitignore::GitignoreBuilder::new(dir);
-                builder.add(p);
-                builder.build().unwrap_or_else(|_| Gitignore::empty())
-            })
-            .collect();
-        let parsed = Arc::new(parsed);
-        lock(&self.ignores).insert(dir.to_path_buf(), Arc::clone(&parsed));
-        parsed
+    /// Whether the run's walk takes `file` (canonical, below the canonical
+    /// `root`): the walk itself, with the walk's settings, pruned to the
+    /// directories on the way to it. So every rule the walk obeys holds: a
+    /// directory ignored above is never entered (a whitelist below it does
+    /// not bring a file back), `.ignore` counts outside git and over any
+    /// `.gitignore`, the deepest match of each kind decides, and the ignore
+    /// files above the root, git's excludes and its global excludes count.
+    fn walk_takes(root: &Path, file: &Path) -> bool {
+        let target = file.to_path_buf();
+        let mut builder = ignore::WalkBuilder::new(root);
+        builder.filter_entry(move |entry| target.starts_with(entry.path()));
+        builder
+            .build()
+            .filter_map(Result::ok)
+            .any(|entry| entry.path() == file)
     }
 }
 

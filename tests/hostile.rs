@@ -837,3 +837,57 @@ fn a_replayed_table_gives_the_same_verdict_in_partial_runs() {
         assert_eq!(verdict(&run), verdict(&whole), "stdin\n{run}");
     }
 }
+
+/// S2: a module read on demand through an import is read only if the walk
+/// would take it, with the walk's own precedence: a directory ignored above
+/// is never entered (a whitelist below does not bring a file back), a
+/// parent's `.ignore` beats a deeper `.gitignore` whitelist, and `.ignore`
+/// counts outside git. A file the walk skips decides no verdict.
+#[test]
+fn on_demand_reads_skip_exactly_what_the_walk_skips() {
+    let hooks = b"from gen.moves import onload\n\n\ndef pre(module, args):\n    onload(module)\n\n\ndef attach(model):\n    model.register_forward_pre_hook(pre)\n";
+    let moves = b"def onload(module):\n    module.cuda()\n";
+    type Files<'a> = Vec<(&'a str, &'a [u8])>;
+    let shapes: [(&str, Files); 3] = [
+        (
+            "ignored above, re-included below",
+            vec![
+                (".git/HEAD", b"ref: refs/heads/main\n"),
+                (".gitignore", b"gen/\n"),
+                ("gen/.gitignore", b"!moves.py\n"),
+            ],
+        ),
+        (
+            "a parent's .ignore over a deeper .gitignore whitelist",
+            vec![
+                (".git/HEAD", b"ref: refs/heads/main\n"),
+                (".ignore", b"gen/moves.py\n"),
+                ("gen/.gitignore", b"!moves.py\n"),
+            ],
+        ),
+        ("an .ignore outside git", vec![(".ignore", b"gen/\n")]),
+    ];
+    for (shape, extra) in shapes {
+        let mut files: Vec<(&str, &[u8])> = vec![
+            ("pyproject.toml", b""),
+            ("hooks.py", hooks),
+            ("gen/__init__.py", b""),
+            ("gen/moves.py", moves),
+        ];
+        files.extend(extra);
+        let p = Project::new(&files);
+        let run = run_in(p.root(), &["--list", "."]);
+        let out = run.stdout_str();
+        assert!(
+            !out.contains("gen/moves.py"),
+            "{shape}: the walk takes it\n{run}"
+        );
+        assert!(out.contains("not-offload  pre"), "{shape}\n{run}");
+        // The file alone reads the same project the same way.
+        let alone = run_in(p.root(), &["--list", "hooks.py"]);
+        assert!(
+            alone.stdout_str().contains("not-offload  pre"),
+            "{shape}\n{alone}"
+        );
+    }
+}
