@@ -83,6 +83,34 @@ def many_callees(n):
     )
 
 
+def attribute_rebound(n):
+    # B7: one attribute set to n functions and called after each, in one hook.
+    return (
+        "import torch\n"
+        + "".join(f"\n\ndef r{i}(m):\n    return m\n" for i in range(n))
+        + "\n\ndef pre(m, a):\n    ctx = object()\n"
+        + "".join(f"    ctx.rel = r{i}\n    ctx.rel(m)\n" for i in range(n))
+        + "\n\nmodel.register_forward_pre_hook(pre)\n"
+    )
+
+
+def replayed_tables(n):
+    # B8: n hooks replaying a table that n registrations fill.
+    return (
+        "import torch\n"
+        + "".join(
+            f"\n\ndef h{i}(m, a):\n    return None\n\n\nmodel.register_forward_pre_hook(h{i})\n"
+            for i in range(n)
+        )
+        + "".join(
+            f"\n\ndef fused{i}(module, args):\n    for sub in module.children():\n"
+            "        for hook in sub._forward_pre_hooks.values():\n            hook(sub, args)\n"
+            f"\n\nmodel.register_forward_pre_hook(fused{i})\n"
+            for i in range(n)
+        )
+    )
+
+
 # (name, generator, n): each is timed at n and 2n.
 SHAPES = [
     ("nested lambdas", lambdas, 1000),
@@ -93,6 +121,8 @@ SHAPES = [
     ("class hierarchy depth", hierarchy, 1000),
     ("forward replacements in one file", forward_replacements, 4000),
     ("one hook calling n functions", many_callees, 16000),
+    ("one attribute rebound and called n times (B7)", attribute_rebound, 1000),
+    ("n hooks replaying a table of n registrations (B8)", replayed_tables, 500),
 ]
 
 
