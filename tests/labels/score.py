@@ -33,6 +33,7 @@ prints no JSON.
 import argparse
 import hashlib
 import json
+import math
 import os
 import pathlib
 import shutil
@@ -178,6 +179,12 @@ def ratio(a, b):
     return a / b if b else 1.0
 
 
+def floor_of(value):
+    """`value` to 4 decimals, rounded down: a floor written from today's
+    figure must hold today's figure (26/77 = 0.33766 rounds up to 0.3377)."""
+    return math.floor(value * 10000 + 1e-9) / 10000
+
+
 def evaluate(binary, packages, floor_path, hold_floor, update_floor, fetcher=None):
     """Scores `packages`, prints the report; the exit status."""
     fetcher = fetcher or fetch
@@ -200,7 +207,7 @@ def evaluate(binary, packages, floor_path, hold_floor, update_floor, fetcher=Non
     print("| all | | %d | %d/%d | %d/%d |" % (total["sites"], total["R"], total["N"], total["P"], total["M"]))
     print()
     if update_floor:
-        pathlib.Path(floor_path).write_text(json.dumps({"recall": round(recall, 4), "precision": round(precision, 4)}, indent=2) + "\n")
+        pathlib.Path(floor_path).write_text(json.dumps({"recall": floor_of(recall), "precision": floor_of(precision)}, indent=2) + "\n")
         print("labels: floor written: recall %.4f, precision %.4f" % (recall, precision))
     status = 0
     if hold_floor:
@@ -268,6 +275,11 @@ def self_test():
                     sys.stdout, sys.stderr = saved
                     quiet.close()
                 outcomes[name].append(status)
+        # A floor written from a figure holds that figure.
+        for numerator in range(0, 78):
+            if floor_of(numerator / 77) > numerator / 77:
+                print("labels: self-test FAILED: the floor of %d/77 is above it" % numerator, file=sys.stderr)
+                return 1
         if any(outcomes["perfect"]):
             print("labels: self-test FAILED: the perfect stub does not pass", file=sys.stderr)
             return 1
