@@ -376,10 +376,8 @@ fn in_frame_of(val: &Val, module: &ModuleFacts, outer: usize) -> Vec<Target> {
             attr: val.attr.clone(),
             judged: false,
         }],
-        Root::Outer(name) => captured(name, val.attr.clone(), module, function.outer, 0),
-        Root::Global(name) => vec![Target::Global(name.clone())],
-        Root::Fresh => Vec::new(),
-        Root::Unknown | Root::Returned(_) => vec![Target::Unknown],
+        // Anything else reads as it does in the function itself.
+        _ => targets_of(val, module, function),
     }
 }
 
