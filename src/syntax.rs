@@ -241,6 +241,83 @@ pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
     names
 }
 
+/// For each name [`parameter_names`] gives, the class its annotation names,
+/// where it names one: `h: Offloader`, `h: mod.Offloader`,
+/// `h: Optional[Offloader]`, `h: Offloader | None`, `h: "Offloader"`.
+pub fn parameter_annotations(function: Node<'_>, text: &str) -> Vec<Option<String>> {
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut annotations = Vec::new();
+    let mut cursor = parameters.walk();
+    for parameter in parameters.named_children(&mut cursor) {
+        match parameter.kind() {
+            "identifier"
+            | "list_splat_pattern"
+            | "dictionary_splat_pattern"
+            | "default_parameter" => annotations.push(None),
+            "typed_parameter" | "typed_default_parameter" => annotations.push(
+                parameter
+                    .child_by_field_name("type")
+                    .and_then(|t| annotated_class(t, text, 0)),
+            ),
+            _ => {}
+        }
+    }
+    annotations
+}
+
+/// The one class an annotation names, seen through `Optional[...]`,
+/// `X | None` and a string.
+fn annotated_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
+    if depth > 4 {
+        return None;
+    }
+    match node.kind() {
+        "type" => annotated_class(node.named_child(0)?, text, depth + 1),
+        "identifier" | "attribute" => {
+            let name = dotted_name(node, text)?;
+            (name != "None").then_some(name)
+        }
+        "string" => {
+            let inner = text_of(node, text).trim_matches(|c| c == '"' || c == '\'');
+            (!inner.is_empty()
+                && inner.split('.').all(|part| {
+                    !part.is_empty() && part.chars().all(|c| c == '_' || c.is_alphanumeric())
+                }))
+            .then(|| inner.to_owned())
+        }
+        "binary_operator" => {
+            let left = node.child_by_field_name("left")?;
+            let right = node.child_by_field_name("right")?;
+            let named: Vec<String> = [left, right]
+                .into_iter()
+                .filter_map(|n| annotated_class(n, text, depth + 1))
+                .collect();
+            (named.len() == 1).then(|| named[0].clone())
+        }
+        "generic_type" | "subscript" => {
+            let head = node
+                .child_by_field_name("value")
+                .or_else(|| node.named_child(0))?;
+            let head = text_of(head, text);
+            if head.rsplit('.').next() != Some("Optional") {
+                return None;
+            }
+            let mut cursor = node.walk();
+            let inner: Vec<Node<'_>> = node.named_children(&mut cursor).skip(1).collect();
+            match inner.as_slice() {
+                [one] if one.kind() == "type_parameter" => {
+                    annotated_class(one.named_child(0)?, text, depth + 1)
+                }
+                [one] => annotated_class(*one, text, depth + 1),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// For each name [`parameter_names`] gives, whether it has a default value
 /// (`target=next_layer`): bound where the function is defined, never passed
 /// by the code that calls a hook.
@@ -511,5 +588,38 @@ mod tests {
                 "{node:?}"
             );
         }
+    }
+
+    /// The class an annotation names, through `Optional`, `| None` and a
+    /// string; none where it names several or none.
+    #[test]
+    fn annotations_name_one_class() {
+        let text = "def f(self, a: Off, b: m.Off = None, c: Optional[Off], d: Off | None, \
+                    e: 'Off', f: int | str, g, *h, i: list[Off], j: None | typing.Optional[m.Off], **k): pass\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let def = tree.root_node().named_child(0).unwrap();
+        let names = parameter_names(def, text);
+        let annotations = parameter_annotations(def, text);
+        assert_eq!(names.len(), annotations.len(), "{}", def.to_sexp());
+        let off = Some("Off".to_owned());
+        assert_eq!(
+            annotations,
+            vec![
+                None,
+                off.clone(),
+                Some("m.Off".to_owned()),
+                off.clone(),
+                off.clone(),
+                off,
+                Some("int".to_owned()).filter(|_| false),
+                None,
+                None,
+                None,
+                Some("m.Off".to_owned()),
+                None,
+            ],
+            "{}",
+            def.to_sexp()
+        );
     }
 }

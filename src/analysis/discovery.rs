@@ -108,9 +108,35 @@ impl ProjectIndex<'_> {
                         replacement,
                         &mut discovered,
                     );
+                    // Whatever else the wrapper calls that touches module
+                    // state is a step of the forward it installs.
+                    let place = format!(
+                        "{} at {}:{}",
+                        wrapper_module.functions[wrapper].qualname,
+                        module.path.display(),
+                        replacement.line
+                    );
+                    let why = |call: &CallFact, via: Option<&str>| Found {
+                        how: "forward replacement",
+                        detail: match via {
+                            Some(via) => format!(
+                                "called by {via}, which the forward wrapper {place} runs (line {})",
+                                call.line
+                            ),
+                            None => format!(
+                                "called by the forward wrapper {place} (line {})",
+                                call.line
+                            ),
+                        },
+                        path: module.path.clone(),
+                        line: replacement.line,
+                        backward: None,
+                    };
+                    self.steps_of(&wrapper_module, wrapper, &why, &mut discovered);
                 }
             }
         }
+        self.forward_steps(&mut discovered);
         discovered
     }
 
@@ -325,7 +351,7 @@ impl ProjectIndex<'_> {
 impl Discovered {
     /// Records `module`'s function `function` as found by use, for `why`
     /// (the first reason found is kept).
-    fn add_function(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
+    pub(super) fn add_function(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
         let fact = &module.functions[function];
         self.names.insert(fact.name.clone());
         let entry = self

@@ -72,6 +72,8 @@ pub struct FunctionFact {
     /// Local names whose class an assignment tells (`h = Handle(...)`).
     pub locals: HashMap<String, String>,
     pub parameters: Vec<String>,
+    /// For each parameter, the class its annotation names, if one.
+    pub annotations: Vec<Option<String>>,
     /// For each parameter, whether it has a default value.
     pub defaulted: Vec<bool>,
     /// What its `return` statements hand back.
@@ -135,6 +137,7 @@ pub(crate) fn function_fact(
         calls: Vec::new(),
         locals: HashMap::new(),
         parameters: crate::syntax::parameter_names(def, text),
+        annotations: crate::syntax::parameter_annotations(def, text),
         defaulted: crate::syntax::parameter_defaults(def),
         returns: Vec::new(),
         saved_forwards: Vec::new(),

@@ -507,6 +507,7 @@ impl ModuleFacts {
                 None => {}
             }
         }
+        let mut annotated_attributes: Vec<(String, String, String)> = Vec::new();
         for (name, value) in self_attributes {
             let (Some(owner), Some(class)) = (
                 owner_of(name),
@@ -515,10 +516,24 @@ impl ModuleFacts {
                 continue;
             };
             let value = value_of(value, text, &by_start);
+            // `self.x = x` of a parameter annotated with a class: `x`'s class.
+            let annotated = match &value {
+                Value::Name(given) => {
+                    let method = &facts.functions[owner];
+                    method
+                        .parameters
+                        .iter()
+                        .position(|p| p == given)
+                        .and_then(|i| method.annotations.get(i).cloned().flatten())
+                }
+                _ => None,
+            };
             if let Some(class) = facts.classes.get_mut(class) {
-                class
-                    .attribute_values
-                    .push((text_of(name, text).to_owned(), value, owner));
+                let attr = text_of(name, text).to_owned();
+                if let Some(annotated) = annotated {
+                    annotated_attributes.push((class.name.clone(), attr.clone(), annotated));
+                }
+                class.attribute_values.push((attr, value, owner));
             }
         }
 
@@ -581,6 +596,12 @@ impl ModuleFacts {
                 && let Some(facts) = facts.classes.get_mut(owner)
             {
                 facts.attributes.entry(name).or_insert(class);
+            }
+        }
+        // Classes a constructor call tells come first.
+        for (class, attr, annotated) in annotated_attributes {
+            if let Some(facts) = facts.classes.get_mut(&class) {
+                facts.attributes.entry(attr).or_insert(annotated);
             }
         }
 

@@ -375,6 +375,46 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
     None
 }
 
+/// Signs of weight work a file that holds a wrapper module's forward has:
+/// storage swapped (`.data`, `_parameters`, `set_(`, `resize_`,
+/// `untyped_storage`), copies across devices (`copy_`, `non_blocking`,
+/// `pin_memory`, `.cuda(`, `.cpu(`), collectives (`all_gather`,
+/// `broadcast`) and the streams and events that order transfers.
+pub const FORWARD_ROOT_SIGNS: &[&str] = &[
+    ".data",
+    "_parameters",
+    "set_(",
+    "resize_",
+    "untyped_storage",
+    "copy_(",
+    "non_blocking",
+    "pin_memory",
+    ".cuda(",
+    ".cpu(",
+    "all_gather",
+    "broadcast",
+    "wait_stream",
+    "wait_event",
+    "record_stream",
+    "synchronize",
+];
+
+/// Whether `text` can hold a module forward the analysis takes as a root
+/// (see `analysis::roots`): it defines `forward` (after `def`, as the
+/// prefilter's [`Context::Defined`] reads it) and holds a sign of weight
+/// work ([`FORWARD_ROOT_SIGNS`]). The same test with and without the
+/// prefilter, so that it cannot change an answer; a forward in a file with
+/// no such sign is not looked at (a model's forward, which calls only
+/// compute).
+pub fn may_define_forward(text: &str) -> bool {
+    static NEEDLES: std::sync::LazyLock<Needles> =
+        std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
+    FORWARD_ROOT_SIGNS
+        .iter()
+        .any(|sign| memchr::memmem::find(text.as_bytes(), sign.as_bytes()).is_some())
+        && NEEDLES.scan(text).needed
+}
+
 /// Whether `text` can replace a module's forward as `queries/index.scm`
 /// matches it: `forward` as an attribute assigned to (`.forward =`,
 /// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).

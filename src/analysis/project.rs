@@ -20,47 +20,7 @@ pub const MOST_UNTYPED_TARGETS: usize = 3;
 
 pub(super) type FunctionRef = (Arc<ModuleFacts>, usize);
 
-/// Modules read on demand, by file (`None`: could not be read or parsed),
-/// kept across the rounds of one run.
-///
-/// A module that could not be read, decoded or parsed is kept as `None`,
-/// and its error once, for the run to report: a file whose contents the
-/// analysis would use is a file whose errors are reported.
-#[derive(Debug, Default)]
-pub struct ModuleCache {
-    modules: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
-    errors: Mutex<Vec<crate::error::FileError>>,
-    /// Where modules may be read from (see [`crate::confine`]).
-    pub confinement: Arc<crate::confine::Confinement>,
-    /// The functions summarised so far (see
-    /// [`crate::analysis::effects::summary`]), kept across the rounds of a
-    /// run.
-    pub summaries: crate::analysis::effects::record::Summaries,
-}
-
-impl ModuleCache {
-    /// A cache whose reads are confined by `confinement`.
-    pub fn confined(confinement: crate::confine::Confinement) -> ModuleCache {
-        ModuleCache {
-            confinement: Arc::new(confinement),
-            ..ModuleCache::default()
-        }
-    }
-
-    /// The errors of the modules read on demand so far, each file once;
-    /// taken, so that a later call gives only newer ones.
-    pub fn take_errors(&self) -> Vec<crate::error::FileError> {
-        let mut errors = std::mem::take(
-            &mut *self
-                .errors
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        errors.sort_by(|a, b| a.path().cmp(b.path()));
-        errors.dedup_by(|a, b| a.path() == b.path());
-        errors
-    }
-}
+pub use crate::analysis::module_cache::ModuleCache;
 
 /// Every indexed module, and the modules read on demand.
 pub struct ProjectIndex<'v> {
@@ -79,6 +39,10 @@ pub struct ProjectIndex<'v> {
     /// module a chain passes, and each answer costs file-system look-ups.
     module_files: Mutex<HashMap<(String, Option<PathBuf>), ModuleFile>>,
 }
+
+/// How many directories above an import root a namespace package is
+/// looked for.
+const MOST_NAMESPACE_DEPTH: usize = 4;
 
 /// Where a dotted module name is: an indexed module, or the file that holds it.
 type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
@@ -174,6 +138,21 @@ impl<'v> ProjectIndex<'v> {
             .filter_map(|r| r.parent().map(Path::to_path_buf))
             .collect();
         roots.extend(namespaced);
+        // A namespace package (no `__init__.py`, as in `modules/util/x.py`
+        // imported as `modules.util.x`) is found from the directory a
+        // script runs in: a directory above a root that holds the first
+        // part of the name.
+        let above: Vec<PathBuf> = roots
+            .iter()
+            .flat_map(|r| r.ancestors().skip(1).take(MOST_NAMESPACE_DEPTH))
+            .filter(|a| a.join(first).is_dir())
+            .map(Path::to_path_buf)
+            .collect();
+        for dir in above {
+            if !roots.contains(&dir) {
+                roots.push(dir);
+            }
+        }
         for root in roots {
             let package = root.join(&relative).join("__init__.py");
             let module = root.join(&relative).with_extension("py");

@@ -145,13 +145,14 @@ pub(crate) fn load_parsed(
     // The project index records a parsed file only where it can be asked
     // of it: the file has hooks or registrations the matcher could not
     // follow (their chains start there), or it can replace a module's
-    // forward (hooks found by use); every other module is read by name when a call
+    // forward or define one (hooks found by use); every other module is read by name when a call
     // reaches it. The same rule with and without the prefilter, so that
     // it cannot change an answer.
     let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
-            || prefilter::may_replace_forward(text))
+            || prefilter::may_replace_forward(text)
+            || prefilter::may_define_forward(text))
         .then(|| {
             std::sync::Arc::new(module_facts::ModuleFacts::build(
                 path,
@@ -303,7 +304,7 @@ pub(crate) fn visit(
         let view = Source::view(raw).map_err(|e| FileError::decode(path.clone(), e))?;
         if let Some(needles) = needles {
             let scan = needles.scan(&view.text);
-            if !scan.needed {
+            if !scan.needed && !prefilter::may_define_forward(&view.text) {
                 let class_bases = unparsed::class_base_words(&view.text);
                 let defined = Some(unparsed::DefinedNames::of(&view.text));
                 // Parsed now, while the other files are read, rather than in

@@ -94,8 +94,10 @@ pub(crate) fn with_project_context(paths: &[PathBuf], options: &Options) -> Opti
         return options.clone();
     }
     // Walked as the user would name them, so that places found there read
-    // like the given paths (`pkg/x.py`, not an absolute path).
-    if let Ok(cwd) = std::env::current_dir() {
+    // like the given paths (`pkg/x.py`, not an absolute path; an absolute
+    // path where the paths given are absolute).
+    let absolute = paths.iter().all(|p| p.is_absolute());
+    if !absolute && let Ok(cwd) = std::env::current_dir() {
         for root in &mut roots {
             if let Some(relative) = pathdiff::diff_paths(&*root, &cwd) {
                 *root = if relative.as_os_str().is_empty() {

@@ -73,6 +73,36 @@ def sha256(path):
     return digest.hexdigest()
 
 
+def download_pinned(package, artifact):
+    """Downloads the pinned file itself from PyPI's simple index (the page
+    of the project names each file's URL): no build step, so an sdist whose
+    metadata cannot be built here downloads too. False where that fails
+    (pip is tried next)."""
+    import html
+    import re
+    import urllib.parse
+    import urllib.request
+    index = "https://pypi.org/simple/%s/" % package["name"]
+    try:
+        with urllib.request.urlopen(index, timeout=60) as response:
+            page = response.read().decode("utf-8", "replace")
+        url = None
+        for href in re.findall(r'href="([^"]+)"', page):
+            href = html.unescape(href)
+            if urllib.parse.urlsplit(href).path.rsplit("/", 1)[-1] == package["file"]:
+                url = urllib.parse.urljoin(index, href.split("#", 1)[0])
+                break
+        if url is None:
+            return False
+        partial = artifact.with_name(artifact.name + ".part")
+        with urllib.request.urlopen(url, timeout=300) as response, open(partial, "wb") as out:
+            shutil.copyfileobj(response, out)
+        partial.replace(artifact)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
 def fetch(package):
     """The unpacked package (its `root`), downloading and unpacking it once."""
     cache = cache_dir()
@@ -82,15 +112,16 @@ def fetch(package):
         artifact = cache / "dl" / package["file"]
         if not artifact.exists() or sha256(artifact) != package["sha256"]:
             artifact.parent.mkdir(parents=True, exist_ok=True)
-            binary = ["--only-binary", ":all:"] if package["artifact"] == "wheel" else ["--no-binary", ":all:", "--no-build-isolation"]
-            with tempfile.TemporaryDirectory() as tmp:
-                cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *binary,
-                       "%s==%s" % (package["name"], package["version"]), "-d", tmp]
-                run = subprocess.run(cmd, capture_output=True, text=True)
-                got = pathlib.Path(tmp) / package["file"]
-                if not got.exists():
-                    die("cannot download %s %s: %s" % (package["name"], package["version"], (run.stderr or run.stdout)[-600:]))
-                shutil.move(str(got), artifact)
+            if not download_pinned(package, artifact):
+                binary = ["--only-binary", ":all:"] if package["artifact"] == "wheel" else ["--no-binary", ":all:", "--no-build-isolation"]
+                with tempfile.TemporaryDirectory() as tmp:
+                    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", *binary,
+                           "%s==%s" % (package["name"], package["version"]), "-d", tmp]
+                    run = subprocess.run(cmd, capture_output=True, text=True)
+                    got = pathlib.Path(tmp) / package["file"]
+                    if not got.exists():
+                        die("cannot download %s %s: %s" % (package["name"], package["version"], (run.stderr or run.stdout)[-600:]))
+                    shutil.move(str(got), artifact)
         if sha256(artifact) != package["sha256"]:
             die("%s: sha256 %s, pinned %s" % (artifact, sha256(artifact), package["sha256"]))
         if unpacked.exists():

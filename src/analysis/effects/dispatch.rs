@@ -145,6 +145,14 @@ impl ProjectIndex<'_> {
                     found
                 })
                 .unwrap_or_default(),
+            // A parameter annotated with a class (`conductor: Conductor`).
+            (Root::Param(i), None) => fact
+                .annotations
+                .get(*i as usize)
+                .cloned()
+                .flatten()
+                .into_iter()
+                .collect(),
             (Root::Outer(name), _) if depth < 8 => {
                 // The value the name holds in the function around.
                 let mut scope = fact.outer;

@@ -136,6 +136,29 @@ pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Ju
         &hook.defaulted,
         hook.is_method && !hook.static_method,
     );
+    judge_with(summary, module, hook, &roles)
+}
+
+/// Roles where a forward runs: `self` (or a forward wrapper's first
+/// parameter, the module it is bound to) is the module; everything it is
+/// handed is an activation.
+pub fn forward_roles(function: &FunctionFact) -> Vec<Role> {
+    (0..function.parameters.len())
+        .map(|i| match i {
+            0 if function.is_method && !function.static_method => Role::SelfObject,
+            0 if !function.is_method => Role::Module,
+            _ => Role::Activation,
+        })
+        .collect()
+}
+
+/// Judges `summary` as the effects of `hook`, whose parameters play `roles`.
+pub fn judge_with(
+    summary: &Summary,
+    module: &ModuleFacts,
+    hook: &FunctionFact,
+    roles: &[Role],
+) -> Judged {
     let mut judged = Judged::default();
     let mut counted: Vec<&Effect> = Vec::new();
     for effect in &summary.effects {
@@ -146,7 +169,7 @@ pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Ju
                     .to_owned(),
             )
         } else {
-            why_not(effect, &roles, module, hook)
+            why_not(effect, roles, module, hook)
         };
         match why {
             None => counted.push(effect),
@@ -397,7 +420,21 @@ impl crate::analysis::project::ProjectIndex<'_> {
         let module = self.module(path)?;
         let function = module.function_at(line, column)?;
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
-        Some(judge(&summary, &module, &module.functions[function]))
+        let mut judged = judge(&summary, &module, &module.functions[function]);
+        if judged.evidence.is_none() {
+            // A step of a forward, judged in the forward's terms.
+            judged.evidence = self
+                .loaded
+                .step_evidence
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&(
+                    crate::found::identity(&module.path),
+                    module.functions[function].start,
+                ))
+                .cloned();
+        }
+        Some(judged)
     }
 }
 

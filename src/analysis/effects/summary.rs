@@ -326,5 +326,80 @@ impl ProjectIndex<'_> {
     }
 }
 
+/// A function with the targets of each of its calls, to name its callees'
+/// effects in its own terms (see [`ProjectIndex::effects_at_call`]).
+pub struct Caller(Node);
+
+impl Caller {
+    /// The targets of its call `call` (an index into its calls).
+    pub fn callees(&self, call: usize) -> &[FunctionRef] {
+        self.0.callees.get(call).map_or(&[], Vec::as_slice)
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// `function` with the targets of its calls resolved.
+    pub fn caller(&self, function: &FunctionRef) -> Caller {
+        let (module, index) = function;
+        let callees = module.functions[*index]
+            .calls
+            .iter()
+            .map(|call| self.call_targets(module, *index, call))
+            .collect();
+        Caller(Node {
+            function: (Arc::clone(module), *index),
+            callees,
+        })
+    }
+
+    /// The effects of `callee` where `caller` calls it at its call `call`,
+    /// in the caller's terms (what it passes there): what the call does to
+    /// the caller's values, each chain starting with the call.
+    pub fn effects_at_call(&self, caller: &Caller, call: usize, callee: &FunctionRef) -> Summary {
+        let summary = self.summary(callee);
+        let node = &caller.0;
+        let (module, index) = &node.function;
+        let function = &module.functions[*index];
+        let summary_of = |f: &FunctionRef| Some(self.summary(f));
+        let resolver = Resolver {
+            index: self,
+            node,
+            module,
+            function,
+            summary_of: &summary_of,
+        };
+        let callee_fact = &callee.0.functions[callee.1];
+        let step = Step {
+            qualname: callee_fact.qualname.clone(),
+            path: callee.0.path.clone(),
+            line: callee_fact.line,
+            through: function.calls[call].through.clone(),
+            fenced: callee_fact.fenced.clone(),
+            call_line: Some(function.calls[call].line),
+        };
+        let mut effects = Vec::new();
+        for effect in &summary.effects {
+            for mut target in resolver.map_target(&effect.target, effect.acts, call, callee_fact, 0)
+            {
+                if !judge_attribute(&mut target, module, function) {
+                    continue;
+                }
+                effects.push(Effect {
+                    target,
+                    chain: Some(Arc::new(Link {
+                        step: step.clone(),
+                        next: effect.chain.clone(),
+                    })),
+                    length: effect.length + 1,
+                    ..effect.clone()
+                });
+            }
+        }
+        let mut mapped = Summary::from_effects(effects);
+        mapped.measures = summary.measures || callee_fact.local.measures;
+        mapped
+    }
+}
+
 /// Most values a summary says a function returns.
 const MOST_RETURNS: usize = 8;

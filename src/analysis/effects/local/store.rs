@@ -113,7 +113,13 @@ impl<'t> Walker<'_, 't> {
                 for val in vals.iter().filter(|v| v.copied.is_some()) {
                     // Into module state: the tensor whose storage changes
                     // (`p.data = ...`, `m._parameters[k] = ...`).
-                    let into = (attr == "data" || into_state) && !object.is_fresh();
+                    // Only a copy of storage held somewhere (a parameter,
+                    // a capture, an attribute of one) moves or casts into
+                    // it; a value computed here or by a call (`(w -
+                    // delta).to(dtype)`, `torch.mul(...).to(d)`) is a value
+                    // written, not storage moved.
+                    let held = matches!(val.root, Root::Param(_) | Root::Outer(_));
+                    let into = (attr == "data" || into_state) && !object.is_fresh() && held;
                     // Back where it came from (`self.w = self.w.to(d)`).
                     let back = val.root == object.root
                         && (val.attr.is_none() || val.attr == object.clone().attribute(attr).attr);

@@ -1,0 +1,57 @@
+//! The modules a run reads on demand and what it learns of them, kept
+//! across the rounds of one run: their facts, their errors, the summaries of
+//! their functions and the evidence of the steps forwards call.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::analysis::module_facts::ModuleFacts;
+
+/// Modules read on demand, by file (`None`: could not be read or parsed),
+/// kept across the rounds of one run.
+///
+/// A module that could not be read, decoded or parsed is kept as `None`,
+/// and its error once, for the run to report: a file whose contents the
+/// analysis would use is a file whose errors are reported.
+#[derive(Debug, Default)]
+pub struct ModuleCache {
+    pub(crate) modules: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    pub(crate) errors: Mutex<Vec<crate::error::FileError>>,
+    /// Where modules may be read from (see [`crate::confine`]).
+    pub confinement: Arc<crate::confine::Confinement>,
+    /// The functions summarised so far (see
+    /// [`crate::analysis::effects::summary`]), kept across the rounds of a
+    /// run.
+    pub summaries: crate::analysis::effects::record::Summaries,
+    /// The evidence of each step a forward calls, in the forward's terms
+    /// (what it passes there), by the step's file and start byte, kept
+    /// across rounds: the verdict on a step its own parameters do not tell
+    /// (an autograd Function's `forward` handed a weight) reads it here.
+    pub(crate) step_evidence:
+        Mutex<HashMap<(PathBuf, usize), crate::analysis::effects::record::Effect>>,
+}
+
+impl ModuleCache {
+    /// A cache whose reads are confined by `confinement`.
+    pub fn confined(confinement: crate::confine::Confinement) -> ModuleCache {
+        ModuleCache {
+            confinement: Arc::new(confinement),
+            ..ModuleCache::default()
+        }
+    }
+
+    /// The errors of the modules read on demand so far, each file once;
+    /// taken, so that a later call gives only newer ones.
+    pub fn take_errors(&self) -> Vec<crate::error::FileError> {
+        let mut errors = std::mem::take(
+            &mut *self
+                .errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        errors.sort_by(|a, b| a.path().cmp(b.path()));
+        errors.dedup_by(|a, b| a.path() == b.path());
+        errors
+    }
+}

@@ -1,0 +1,292 @@
+//! Hooks found in what runs inside a traced forward: the steps a module's
+//! `forward` (or a forward replacement) calls around the compute it runs.
+//!
+//! A wrapper module (a sharded data-parallel block, a layer-offload
+//! checkpoint wrapper) registers nothing: its own `forward` gathers or loads
+//! the weights, runs the wrapped module and frees or offloads them again.
+//! Dynamo traces that forward, and every call it makes. So each call of a
+//! forward is looked at: a callee that runs compute (another forward, the
+//! wrapped module, the original forward, a function handed to
+//! `checkpoint`) is never fenced, since fencing it would leave the model
+//! uncompiled, but its own calls are looked at the same way; any other
+//! callee whose effect summary touches module state is a step of the
+//! forward, a hook found by use (`discovered_by: forward-call`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::analysis::effects::judge::{forward_roles, judge_with};
+use crate::analysis::effects::record::Target;
+use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
+use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::reached::Through;
+use crate::found::{Discovered, Found};
+
+/// How deep the compute a forward runs is followed for its steps
+/// (`forward` -> the function handed to `checkpoint` -> ...).
+const MOST_COMPUTE_DEPTH: usize = 4;
+
+/// Methods every `nn.Module` has: `self.to(...)` is no call of a submodule.
+const MODULE_METHODS: &[&str] = &[
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "type",
+    "apply",
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "modules",
+    "named_modules",
+    "children",
+    "named_children",
+    "state_dict",
+    "load_state_dict",
+    "train",
+    "eval",
+    "requires_grad_",
+    "zero_grad",
+    "get_submodule",
+    "get_parameter",
+    "get_buffer",
+    "register_buffer",
+    "register_parameter",
+    "register_module",
+    "add_module",
+    "extra_repr",
+    "_get_name",
+];
+
+/// A function whose calls are still to look at: it, how deep in the compute
+/// the root runs it is, and the root's call that leads there (its index and
+/// the compute function it calls) where it is not the root.
+type Pending = (FunctionRef, usize, Option<(usize, String)>);
+
+impl ProjectIndex<'_> {
+    /// The steps every module forward of the project calls: each class's
+    /// `forward` that its authors did not fence.
+    pub(super) fn forward_steps(&self, discovered: &mut Discovered) {
+        for module in &self.modules {
+            for class in module.classes.values() {
+                for &method in &class.methods {
+                    let function = &module.functions[method];
+                    if function.name != "forward" || function.fenced.is_some() {
+                        continue;
+                    }
+                    let why = |call: &CallFact, via: Option<&str>| Found {
+                        how: "forward-call",
+                        detail: match via {
+                            Some(via) => format!(
+                                "called by {via}, which the forward {} runs, at {}:{}",
+                                function.qualname,
+                                module.path.display(),
+                                call.line
+                            ),
+                            None => format!(
+                                "called by the forward {} at {}:{}",
+                                function.qualname,
+                                module.path.display(),
+                                call.line
+                            ),
+                        },
+                        path: module.path.clone(),
+                        line: call.line,
+                        backward: None,
+                    };
+                    self.steps_of(module, method, &why, discovered);
+                }
+            }
+        }
+    }
+
+    /// The steps `root` (a forward, or a forward replacement) calls: for each
+    /// callee that is no compute and touches module state, `why(call, via)`
+    /// (`via`: the compute function between, if any).
+    pub(super) fn steps_of(
+        &self,
+        module: &Arc<ModuleFacts>,
+        root: usize,
+        why: &dyn Fn(&CallFact, Option<&str>) -> Found,
+        discovered: &mut Discovered,
+    ) {
+        let mut seen: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
+        seen.insert((module.path.clone(), module.functions[root].start));
+        // (function, its depth, the first call of the root on the way)
+        let mut pending: Vec<Pending> = vec![((Arc::clone(module), root), 0, None)];
+        while let Some((at, depth, via)) = pending.pop() {
+            let function = &at.0.functions[at.1];
+            let caller = self.caller(&at);
+            let roles = forward_roles(function);
+            for (i, call) in function.calls.iter().enumerate() {
+                if matches!(call.through, Some(Through::Replayed { .. })) {
+                    continue;
+                }
+                // `checkpoint(fn, *args)` runs `fn` now: compute whose own
+                // calls are followed.
+                for handed in self.checkpointed(&at, call) {
+                    if depth < MOST_COMPUTE_DEPTH
+                        && seen.insert((handed.0.path.clone(), handed.0.functions[handed.1].start))
+                    {
+                        let name = handed.0.functions[handed.1].qualname.clone();
+                        let via = via.clone().or(Some((i, name)));
+                        pending.push((handed, depth + 1, via));
+                    }
+                }
+                // A custom autograd Function applied here: its `forward` and
+                // `backward` are the fence point where they touch the module
+                // state they are handed (one layer's compute runs eagerly).
+                let applied =
+                    matches!(&call.through, Some(Through::HandedTo(to)) if to.ends_with(".apply"));
+                for target in caller.callees(i) {
+                    let fact = &target.0.functions[target.1];
+                    if !seen.insert((target.0.path.clone(), fact.start)) {
+                        continue;
+                    }
+                    if !applied && self.runs_compute(target) {
+                        if depth < MOST_COMPUTE_DEPTH {
+                            let via = via.clone().or_else(|| Some((i, fact.qualname.clone())));
+                            pending.push(((Arc::clone(&target.0), target.1), depth + 1, via));
+                        }
+                        continue;
+                    }
+                    // What the call does to the forward's own values: its
+                    // module state, not the activations it hands over.
+                    let mut mapped = self.effects_at_call(&caller, i, target);
+                    if applied {
+                        // A Function applied to activations is compute: only
+                        // what it does to the module state it is handed (a
+                        // weight) makes it the fence point.
+                        mapped.effects.retain(|e| {
+                            matches!(e.target, Target::Param { .. } | Target::Captured { .. })
+                        });
+                    }
+                    if mapped.effects.is_empty() {
+                        continue;
+                    }
+                    let Some(mut evidence) = judge_with(&mapped, &at.0, function, &roles).evidence
+                    else {
+                        continue;
+                    };
+                    // Named from the step on: the chain past its call.
+                    if let Some(first) = evidence.chain.take() {
+                        evidence.chain = first.next.clone();
+                        evidence.length = evidence.length.saturating_sub(1);
+                    }
+                    self.loaded
+                        .step_evidence
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .entry((crate::found::identity(&target.0.path), fact.start))
+                        .or_insert(evidence);
+                    let found = match &via {
+                        // Named from the root's call that leads here.
+                        Some((first, name)) => {
+                            why(&module.functions[root].calls[*first], Some(name))
+                        }
+                        None => why(call, None),
+                    };
+                    discovered.add_function(&target.0, target.1, &found);
+                }
+            }
+        }
+    }
+
+    /// The function a call of `checkpoint` hands over as its first
+    /// argument (`checkpoint(self._run, x)`), which it runs now.
+    fn checkpointed(&self, at: &FunctionRef, call: &CallFact) -> Vec<FunctionRef> {
+        let name = match &call.callee {
+            Callee::Name(name) => name.as_str(),
+            Callee::Method { method, .. } => method.as_str(),
+        };
+        if name != "checkpoint" {
+            return Vec::new();
+        }
+        let Some(first) = call.first_argument.as_deref() else {
+            return Vec::new();
+        };
+        let callee = match first.split_once('.') {
+            Some((receiver, method)) if !method.contains('.') => Callee::Method {
+                receiver: Some(receiver.to_owned()),
+                method: method.to_owned(),
+            },
+            None if !first.starts_with('*') => Callee::Name(first.to_owned()),
+            _ => return Vec::new(),
+        };
+        let handed = CallFact {
+            callee,
+            through: None,
+            opaque: false,
+            ..call.clone()
+        };
+        self.targets(&at.0, at.1, &handed)
+    }
+
+    /// Whether `function` runs a model's compute: it is a forward (or
+    /// `__call__`), or it calls one — an original forward, a submodule held
+    /// in an attribute (`self.module(...)`), a function it is handed, or a
+    /// function handed to `checkpoint`.
+    fn runs_compute(&self, function: &FunctionRef) -> bool {
+        let (module, index) = function;
+        let fact = &module.functions[*index];
+        if crate::analysis::discovery::is_forward_name(&fact.name) || fact.name == "__call__" {
+            return true;
+        }
+        fact.calls.iter().any(|call| match &call.callee {
+            Callee::Name(name) => {
+                crate::analysis::discovery::is_forward_name(name)
+                    || name.rsplit('.').next() == Some("checkpoint")
+                    || (call.opaque && fact.parameters.iter().any(|p| p == name))
+            }
+            Callee::Method { receiver, method } => {
+                if crate::analysis::discovery::is_forward_name(method) || method == "checkpoint" {
+                    return true;
+                }
+                // `self.block(x)`: an attribute called, not a method.
+                receiver.as_deref() == Some("self")
+                    && fact.is_method
+                    && !fact.static_method
+                    && !MODULE_METHODS.contains(&method.as_str())
+                    && !method.starts_with("__")
+                    && fact
+                        .self_class
+                        .as_ref()
+                        .is_some_and(|class| !defines_method(module, class, method))
+            }
+        })
+    }
+}
+
+/// Whether `class` of `module`, or a base class defined in the same module,
+/// defines `method` (bases in other files are not read: a name called on
+/// `self` that no class at hand defines counts as an attribute called).
+fn defines_method(module: &ModuleFacts, class: &str, method: &str) -> bool {
+    let mut pending = vec![class];
+    let mut seen: HashSet<&str> = HashSet::new();
+    while let Some(name) = pending.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(facts) = module.classes.get(name) else {
+            continue;
+        };
+        if facts
+            .methods
+            .iter()
+            .any(|&i| module.functions[i].name == method)
+        {
+            return true;
+        }
+        pending.extend(
+            facts
+                .bases
+                .iter()
+                .map(|b| b.rsplit('.').next().unwrap_or(b)),
+        );
+    }
+    false
+}

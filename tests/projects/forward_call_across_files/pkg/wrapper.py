@@ -1,0 +1,27 @@
+import torch
+
+from pkg.engine import GatherEngine
+from pkg.functions import FetchAndMatmul
+
+
+class GatheredBlock(torch.nn.Module):
+    def __init__(self, block, engine: GatherEngine):
+        super().__init__()
+        self.block = block
+        self.engine = engine
+
+    def forward(self, *args):
+        self.engine.log("forward")
+        self.engine.gather(self.block)
+        out = self.block(*args)
+        self.engine.release(self.block)
+        return out
+
+
+class OffloadedLinear(torch.nn.Module):
+    def __init__(self, weight):
+        super().__init__()
+        self.weight = weight
+
+    def forward(self, x):
+        return FetchAndMatmul.apply(x, self.weight)
