@@ -13,6 +13,8 @@ class GatheredBlock(torch.nn.Module):
     def forward(self, *args):
         self.engine.log("forward")
         self.engine.gather(self.block)
+        # The gathered weights are used on the compute stream.
+        torch.cuda.current_stream().wait_stream(self.engine.stream)
         out = self.block(*args)
         self.engine.release(self.block)
         return out
