@@ -50,6 +50,7 @@ pub mod matcher;
 pub mod module_cache;
 pub mod module_facts;
 pub mod module_names;
+pub mod neighbourhood;
 pub mod prefilter;
 pub mod project;
 pub mod reached;

@@ -375,28 +375,30 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
     None
 }
 
-/// Signs of weight work a file that holds a wrapper module's forward has:
-/// storage swapped (`.data`, `_parameters`, `set_(`, `resize_`,
-/// `untyped_storage`), copies across devices (`copy_`, `non_blocking`,
-/// `pin_memory`, `.cuda(`, `.cpu(`), collectives (`all_gather`,
-/// `broadcast`) and the streams and events that order transfers.
+/// Signs of weight work a file that holds a wrapper module's forward has,
+/// spelled as weight work spells them (not as a model's weight
+/// initialisation does, `w.data.normal_()`, `named_parameters()`): storage
+/// swapped (`.data =`, `._parameters`, `.set_(`, `resize_(`,
+/// `untyped_storage`), transfers (`non_blocking`, `pin_memory`, `.cuda(`,
+/// `.cpu(`), collectives (`all_gather`, `.broadcast(`) and the streams and
+/// events that order them.
 pub const FORWARD_ROOT_SIGNS: &[&str] = &[
-    ".data",
-    "_parameters",
-    "set_(",
-    "resize_",
+    ".data =",
+    ".data=",
+    "._parameters",
+    ".set_(",
+    "resize_(",
     "untyped_storage",
-    "copy_(",
     "non_blocking",
     "pin_memory",
     ".cuda(",
     ".cpu(",
     "all_gather",
-    "broadcast",
+    ".broadcast(",
     "wait_stream",
     "wait_event",
     "record_stream",
-    "synchronize",
+    "synchronize(",
 ];
 
 /// Whether `text` can hold a module forward the analysis takes as a root
@@ -409,10 +411,11 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 pub fn may_define_forward(text: &str) -> bool {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
-    FORWARD_ROOT_SIGNS
-        .iter()
-        .any(|sign| memchr::memmem::find(text.as_bytes(), sign.as_bytes()).is_some())
-        && NEEDLES.scan(text).needed
+    // One pass for every sign.
+    static SIGNS: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
+        AhoCorasick::new(FORWARD_ROOT_SIGNS).expect("plain literal signs always build")
+    });
+    SIGNS.is_match(text) && NEEDLES.scan(text).needed
 }
 
 /// Whether `text` can replace a module's forward as `queries/index.scm`
@@ -447,6 +450,29 @@ pub fn may_replace_forward(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A forward is a root where its file spells weight work as weight work
+    /// spells it, not where a model initialises its weights.
+    #[test]
+    fn forward_roots_need_a_sign_of_weight_work() {
+        for text in [
+            "def forward(self, x):\n    p.data = p._shard\n",
+            "def  forward(self):\n    torch.cuda.current_stream().wait_stream(s)\n",
+            "def forward(self):\n    w.to('cuda', non_blocking=True)\n",
+            "def forward(self):\n    m._parameters['w'] = w\n",
+        ] {
+            assert!(super::may_define_forward(text), "{text:?}");
+        }
+        for text in [
+            "def forward(self, x):\n    return self.inner(x)\n",
+            "def _init_weights(self, m):\n    m.weight.data.normal_()\n\
+             def forward(self, x):\n    return x\n",
+            "n = sum(p.numel() for p in m.named_parameters())\ndef forward(self, x): ...\n",
+            "p.data = q\ndef forward_hook(m): ...\n",
+        ] {
+            assert!(!super::may_define_forward(text), "{text:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

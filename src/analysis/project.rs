@@ -25,15 +25,19 @@ pub use crate::analysis::module_cache::ModuleCache;
 /// Every indexed module, and the modules read on demand.
 pub struct ProjectIndex<'v> {
     pub(super) modules: Vec<Arc<ModuleFacts>>,
-    by_path: HashMap<PathBuf, usize>,
+    pub(super) by_path: HashMap<PathBuf, usize>,
     /// Modules read on demand, by file; `None` for a file that could not be
     /// read or parsed (it is context only, never reported).
     pub(super) loaded: Arc<ModuleCache>,
     /// Directories modules are imported from.
     roots: Vec<PathBuf>,
     pub(super) vocabulary: &'v Vocabulary,
-    /// The texts (in NFKC) of files read to tell whether they spell a name.
-    texts: Mutex<HashMap<PathBuf, Option<Arc<str>>>>,
+    /// The names each file read to tell whether it spells one defines with
+    /// a keyword (`def`, `class`), by file and keyword (`None`: unreadable).
+    pub(super) defined: Mutex<HashMap<(PathBuf, String), DefinedWords>>,
+    /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
+    /// name: asked for every call of a method on a value of unknown type.
+    pub(super) neighbourhoods: Mutex<HashMap<NeighbourhoodKey, Vec<Arc<ModuleFacts>>>>,
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
     /// import root of the module asking: asked for every import of every
     /// module a chain passes, and each answer costs file-system look-ups.
@@ -43,6 +47,12 @@ pub struct ProjectIndex<'v> {
 /// How many directories above an import root a namespace package is
 /// looked for.
 const MOST_NAMESPACE_DEPTH: usize = 4;
+
+/// A module, a keyword (`def`, `class`) and a name.
+pub(super) type NeighbourhoodKey = (PathBuf, &'static str, String);
+
+/// The names a file defines with one keyword, as read from its text.
+pub(super) type DefinedWords = Option<Arc<std::collections::HashSet<Box<str>>>>;
 
 /// Where a dotted module name is: an indexed module, or the file that holds it.
 type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
@@ -72,7 +82,8 @@ impl<'v> ProjectIndex<'v> {
             loaded,
             roots,
             vocabulary,
-            texts: Mutex::default(),
+            defined: Mutex::default(),
+            neighbourhoods: Mutex::default(),
             module_files: Mutex::default(),
         }
     }
@@ -83,7 +94,9 @@ impl<'v> ProjectIndex<'v> {
             .map(|&i| Arc::clone(&self.modules[i]))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
+    pub(super) fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
         self.loaded
             .modules
             .lock()
@@ -101,7 +114,7 @@ impl<'v> ProjectIndex<'v> {
 
     /// The module with dotted name `name` if it is indexed, else the file
     /// that holds it.
-    fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
+    pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
         let near_root = import_root(&near.path, &near.module);
         let key = (name.to_owned(), near_root);
         let lock = || {
@@ -174,39 +187,6 @@ impl<'v> ProjectIndex<'v> {
             .map(|found| Ok(Arc::clone(found)))
     }
 
-    /// Whether the file at `path` may define `word` with `keyword`: its
-    /// text (in NFKC, as CPython reads names) has `keyword word`, with only
-    /// blanks and line continuations between. A file that cannot be read
-    /// defines nothing (it is never indexed either).
-    fn may_define(&self, path: &Path, keyword: &str, word: &str) -> bool {
-        if self.by_path.contains_key(path) || self.lock().contains_key(path) {
-            // Indexed already: its definitions are at hand.
-            return true;
-        }
-        let text = {
-            let mut texts = self
-                .texts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            texts
-                .entry(path.to_path_buf())
-                .or_insert_with(|| {
-                    let raw = crate::source::read_file_limited(
-                        path,
-                        crate::source::MAX_SOURCE_BYTES,
-                        "a Python source",
-                    )
-                    .ok()?;
-                    let source = crate::source::Source::decode(raw).ok()?;
-                    Some(Arc::from(
-                        crate::analysis::shadow::nfkc(&source.text).as_ref(),
-                    ))
-                })
-                .clone()
-        };
-        text.is_some_and(|text| crate::analysis::unparsed::defines(&text, keyword, word))
-    }
-
     /// Whether some leading part of the dotted path `full` is a module of
     /// the project (as code in `near` imports it).
     fn in_project(&self, full: &str, near: &ModuleFacts) -> bool {
@@ -223,7 +203,7 @@ impl<'v> ProjectIndex<'v> {
         false
     }
 
-    fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
+    pub(super) fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
         if let Some(i) = self.by_path.get(path) {
             return Some(Arc::clone(&self.modules[*i]));
         }
@@ -519,48 +499,6 @@ impl<'v> ProjectIndex<'v> {
         }
         if found.len() > MOST_UNTYPED_TARGETS {
             return Vec::new();
-        }
-        found
-    }
-
-    /// `module` and the project modules it imports (read from disk by
-    /// name) that may define `word` with `keyword` (`def`, `class`): where a
-    /// name of unknown origin is looked up. It does not depend on which
-    /// files the run happened to parse, so the prefilter cannot change an
-    /// answer; a module whose text cannot define the name is not parsed for
-    /// it.
-    pub(super) fn neighbourhood(
-        &self,
-        module: &Arc<ModuleFacts>,
-        keyword: &str,
-        word: &str,
-    ) -> Vec<Arc<ModuleFacts>> {
-        let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
-        let mut paths: Vec<&String> = module
-            .imports
-            .values()
-            .chain(module.star_imports.iter())
-            .collect();
-        paths.sort();
-        paths.dedup();
-        for path in paths {
-            let target = self.module_file(path, module).or_else(|| {
-                path.rsplit_once('.')
-                    .and_then(|(parent, _)| self.module_file(parent, module))
-            });
-            let target = match target {
-                Some(Ok(indexed)) => indexed,
-                Some(Err(file)) if self.may_define(&file, keyword, word) => {
-                    match self.load(&file) {
-                        Some(loaded) => loaded,
-                        None => continue,
-                    }
-                }
-                _ => continue,
-            };
-            if !found.iter().any(|m| m.path == target.path) {
-                found.push(target);
-            }
         }
         found
     }

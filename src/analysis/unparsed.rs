@@ -179,7 +179,9 @@ fn name_hash(name: &[u8]) -> u64 {
 
 /// Whether `text` has `keyword` and then `word`, each a whole word, with
 /// only blanks and backslash continuations between (how a `def` or `class`
-/// statement spells its name).
+/// statement spells its name). The oracle [`defined_words`] is tested
+/// against.
+#[cfg(test)]
 pub(crate) fn defines(text: &str, keyword: &str, word: &str) -> bool {
     let bytes = text.as_bytes();
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
@@ -198,10 +200,84 @@ pub(crate) fn defines(text: &str, keyword: &str, word: &str) -> bool {
     })
 }
 
+/// Every name `text` spells after `keyword` as [`defines`] reads it: the
+/// keyword a whole word, then blanks or backslash continuations, then the
+/// name up to the first byte that is no name byte. `defines(text, keyword,
+/// word)` is `defined_words(text, keyword).contains(word)` for every name
+/// `word`; a file's set is made once and asked for many names.
+pub(crate) fn defined_words(text: &str, keyword: &str) -> std::collections::HashSet<Box<str>> {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
+    let is_blank = |b: u8| matches!(b, b' ' | b'\t' | b'\x0c' | b'\\' | b'\n' | b'\r');
+    let mut words = std::collections::HashSet::new();
+    for at in memchr::memmem::find_iter(bytes, keyword.as_bytes()) {
+        if at > 0 && is_word(bytes[at - 1]) {
+            continue;
+        }
+        let mut start = at + keyword.len();
+        while start < bytes.len() && is_blank(bytes[start]) {
+            start += 1;
+        }
+        if start == at + keyword.len() {
+            continue;
+        }
+        let end = start + bytes[start..].iter().take_while(|&&b| is_word(b)).count();
+        // A name ends on a character boundary (its bytes >= 0x80 are all
+        // name bytes), so the slice is whole characters.
+        if end > start
+            && let Some(name) = text.get(start..end)
+        {
+            words.insert(Box::from(name));
+        }
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::prefilter::Needles;
+
+    /// The set made once answers what the scan for one name answers.
+    #[test]
+    fn defined_words_agree_with_defines() {
+        let texts = [
+            "def f(x): pass\nclass  C(B):\n    def \\\n  g(self): ...\n",
+            "undef h(): pass\nxdef k(): pass\n_def m(): pass\nclassy = 1\n",
+            "def\tcafé(): pass\nclass Ünïcode: pass\ndef  f2 (): pass\ndef(\n",
+            "x = 'def in_string'\n# class InComment\ndef f\ndef",
+        ];
+        let words = [
+            "f",
+            "C",
+            "g",
+            "h",
+            "k",
+            "m",
+            "café",
+            "Ünïcode",
+            "f2",
+            "in_string",
+            "InComment",
+            "B",
+            "x",
+            "def",
+            "class",
+            "",
+        ];
+        for text in texts {
+            for keyword in ["def", "class"] {
+                let set = defined_words(text, keyword);
+                for word in words.iter().filter(|w| !w.is_empty()) {
+                    assert_eq!(
+                        defines(text, keyword, word),
+                        set.contains(*word),
+                        "{keyword} {word} in {text:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn class_base_words_bound_every_base_or_give_up() {

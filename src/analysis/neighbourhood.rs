@@ -1,0 +1,116 @@
+//! Where a name of unknown origin is looked up: a module and the project
+//! modules it imports that may define the name, told from each file's text
+//! without parsing it (the names it spells after `def` or `class`, read once
+//! per file) and answered once per module and name.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::analysis::module_facts::ModuleFacts;
+use crate::analysis::project::ProjectIndex;
+
+impl ProjectIndex<'_> {
+    /// `module` and the project modules it imports (read from disk by
+    /// name) that may define `word` with `keyword` (`def`, `class`): where a
+    /// name of unknown origin is looked up. It does not depend on which
+    /// files the run happened to parse, so the prefilter cannot change an
+    /// answer; a module whose text cannot define the name is not parsed for
+    /// it.
+    pub(super) fn neighbourhood(
+        &self,
+        module: &Arc<ModuleFacts>,
+        keyword: &'static str,
+        word: &str,
+    ) -> Vec<Arc<ModuleFacts>> {
+        let key = (module.path.clone(), keyword, word.to_owned());
+        let lock = || {
+            self.neighbourhoods
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(&key) {
+            return known.clone();
+        }
+        let found = self.find_neighbourhood(module, keyword, word);
+        lock().entry(key).or_insert(found).clone()
+    }
+
+    /// [`ProjectIndex::neighbourhood`], looked up.
+    fn find_neighbourhood(
+        &self,
+        module: &Arc<ModuleFacts>,
+        keyword: &str,
+        word: &str,
+    ) -> Vec<Arc<ModuleFacts>> {
+        let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
+        let mut paths: Vec<&String> = module
+            .imports
+            .values()
+            .chain(module.star_imports.iter())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let target = self.module_file(path, module).or_else(|| {
+                path.rsplit_once('.')
+                    .and_then(|(parent, _)| self.module_file(parent, module))
+            });
+            let target = match target {
+                Some(Ok(indexed)) => indexed,
+                Some(Err(file)) if self.may_define(&file, keyword, word) => {
+                    match self.load(&file) {
+                        Some(loaded) => loaded,
+                        None => continue,
+                    }
+                }
+                _ => continue,
+            };
+            if !found.iter().any(|m| m.path == target.path) {
+                found.push(target);
+            }
+        }
+        found
+    }
+
+    /// Whether the file at `path` may define `word` with `keyword`: its
+    /// text (in NFKC, as CPython reads names) has `keyword word`, with only
+    /// blanks and line continuations between. A file that cannot be read
+    /// defines nothing (it is never indexed either).
+    fn may_define(&self, path: &Path, keyword: &str, word: &str) -> bool {
+        if self.by_path.contains_key(path) || self.lock().contains_key(path) {
+            // Indexed already: its definitions are at hand.
+            return true;
+        }
+        let key = (path.to_path_buf(), keyword.to_owned());
+        let known = self
+            .defined
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        let words = match known {
+            Some(words) => words,
+            None => {
+                // Read without the lock held; each file once per keyword.
+                let words = crate::source::read_file_limited(
+                    path,
+                    crate::source::MAX_SOURCE_BYTES,
+                    "a Python source",
+                )
+                .ok()
+                .and_then(|raw| crate::source::Source::decode(raw).ok())
+                .map(|source| {
+                    let text = crate::analysis::shadow::nfkc(&source.text);
+                    Arc::new(crate::analysis::unparsed::defined_words(&text, keyword))
+                });
+                self.defined
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .entry(key)
+                    .or_insert(words)
+                    .clone()
+            }
+        };
+        words.is_some_and(|words| words.contains(word))
+    }
+}
