@@ -66,17 +66,9 @@ impl ProjectIndex<'_> {
             stack: Vec<usize>,
         }
         let open = |function: &FunctionRef, search: &mut Search| -> usize {
-            let (module, index) = function;
-            let callees = module.functions[*index]
-                .calls
-                .iter()
-                .map(|call| self.call_targets(module, *index, call))
-                .collect();
+            let Caller(node) = self.caller(function);
             let id = search.nodes.len();
-            search.nodes.push(Node {
-                function: (Arc::clone(module), *index),
-                callees,
-            });
+            search.nodes.push(node);
             search.index_of.insert(key_of(function), id);
             search.lowlink.push(id);
             search.on_stack.push(true);
@@ -269,29 +261,7 @@ impl ProjectIndex<'_> {
                 {
                     continue;
                 }
-                let step = Step {
-                    qualname: callee_fact.qualname.clone(),
-                    path: callee.0.path.clone(),
-                    line: callee_fact.line,
-                    through: call.through.clone(),
-                    fenced: callee_fact.fenced.clone(),
-                    call_line: Some(call.line),
-                };
-                for effect in &summary.effects {
-                    for target in
-                        resolver.map_target(&effect.target, effect.acts, i, callee_fact, 0)
-                    {
-                        effects.push(Effect {
-                            target,
-                            chain: Some(Arc::new(Link {
-                                step: step.clone(),
-                                next: effect.chain.clone(),
-                            })),
-                            length: effect.length + 1,
-                            ..effect.clone()
-                        });
-                    }
-                }
+                effects.extend(resolver.effects_through(i, callee, &summary));
             }
         }
         // `self.<attr>` of a class that only stores its own data there.
@@ -368,22 +338,32 @@ impl ProjectIndex<'_> {
             function,
             summary_of: &summary_of,
         };
+        let mut effects = resolver.effects_through(call, callee, &summary);
+        effects.retain_mut(|effect| judge_attribute(&mut effect.target, module, function));
+        let mut mapped = Summary::from_effects(effects);
+        mapped.measures = summary.measures || callee.0.functions[callee.1].local.measures;
+        mapped
+    }
+}
+
+impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
+    /// `summary`'s effects (the summary of `callee`, which this function
+    /// calls at its call `call`) in this function's terms, each chain
+    /// starting with the call.
+    fn effects_through(&self, call: usize, callee: &FunctionRef, summary: &Summary) -> Vec<Effect> {
         let callee_fact = &callee.0.functions[callee.1];
+        let call_fact = &self.function.calls[call];
         let step = Step {
             qualname: callee_fact.qualname.clone(),
             path: callee.0.path.clone(),
             line: callee_fact.line,
-            through: function.calls[call].through.clone(),
+            through: call_fact.through.clone(),
             fenced: callee_fact.fenced.clone(),
-            call_line: Some(function.calls[call].line),
+            call_line: Some(call_fact.line),
         };
         let mut effects = Vec::new();
         for effect in &summary.effects {
-            for mut target in resolver.map_target(&effect.target, effect.acts, call, callee_fact, 0)
-            {
-                if !judge_attribute(&mut target, module, function) {
-                    continue;
-                }
+            for target in self.map_target(&effect.target, effect.acts, call, callee_fact, 0) {
                 effects.push(Effect {
                     target,
                     chain: Some(Arc::new(Link {
@@ -395,9 +375,7 @@ impl ProjectIndex<'_> {
                 });
             }
         }
-        let mut mapped = Summary::from_effects(effects);
-        mapped.measures = summary.measures || callee_fact.local.measures;
-        mapped
+        effects
     }
 }
 
