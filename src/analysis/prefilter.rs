@@ -380,7 +380,7 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
 /// initialisation does, `w.data.normal_()`, `named_parameters()`): storage
 /// swapped (`.data =`, `._parameters`, `.set_(`, `resize_(`,
 /// `untyped_storage`), transfers (`non_blocking`, `pin_memory`, `.cuda(`,
-/// `.cpu(`), collectives (`all_gather`, `.broadcast(`) and the streams and
+/// `.cpu(`), collectives (`all_gather`, `all_reduce`, `reduce_scatter`, `.broadcast(`) and the streams and
 /// events that order them.
 pub const FORWARD_ROOT_SIGNS: &[&str] = &[
     ".data =",
@@ -394,6 +394,8 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
     ".cuda(",
     ".cpu(",
     "all_gather",
+    "all_reduce",
+    "reduce_scatter",
     ".broadcast(",
     "wait_stream",
     "wait_event",
