@@ -132,7 +132,15 @@ impl ProjectIndex<'_> {
                         line: replacement.line,
                         backward: None,
                     };
-                    self.steps_of(&wrapper_module, wrapper, &why, &mut discovered);
+                    let mut evidence = Vec::new();
+                    self.steps_of(
+                        &wrapper_module,
+                        wrapper,
+                        &why,
+                        &mut discovered,
+                        &mut evidence,
+                    );
+                    self.keep_step_evidence(evidence);
                 }
             }
         }
@@ -354,13 +362,25 @@ impl Discovered {
     pub(super) fn add_function(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
         let fact = &module.functions[function];
         self.names.insert(fact.name.clone());
-        let entry = self
-            .functions
-            .entry((identity(&module.path), fact.line, fact.column))
-            .or_insert_with(|| why.clone());
+        self.add_found((identity(&module.path), fact.line, fact.column), why);
+    }
+
+    /// Records the function at `at` as found by use, for `why` (the first
+    /// reason found is kept, a forward one over a backward one).
+    fn add_found(&mut self, at: (PathBuf, usize, usize), why: &Found) {
+        let entry = self.functions.entry(at).or_insert_with(|| why.clone());
         // Registered for forward anywhere: a forward hook.
         if entry.backward.is_some() && why.backward.is_none() {
             *entry = why.clone();
+        }
+    }
+
+    /// The functions `other` found by use, added as [`Discovered::add_function`]
+    /// adds each, in order.
+    pub(super) fn absorb_functions(&mut self, other: Discovered) {
+        self.names.extend(other.names);
+        for (at, why) in &other.functions {
+            self.add_found(at.clone(), why);
         }
     }
 }

@@ -49,6 +49,7 @@ pub mod hook_values;
 pub mod matcher;
 pub mod module_cache;
 pub mod module_facts;
+pub mod module_finder;
 pub mod module_names;
 pub mod neighbourhood;
 pub mod prefilter;

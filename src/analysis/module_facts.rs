@@ -85,6 +85,8 @@ pub struct ModuleFacts {
     pub path: PathBuf,
     /// Dotted module name, when the file sits in a package (or at a root).
     pub module: String,
+    /// The directory its top-level package is imported from.
+    pub import_root: Option<PathBuf>,
     pub functions: Vec<FunctionFact>,
     pub classes: HashMap<String, ClassFacts>,
     /// Bound name -> absolute dotted path (relative imports resolved).
@@ -120,6 +122,7 @@ impl ModuleFacts {
         let package = package_of(path, &module);
         let mut facts = ModuleFacts {
             path: path.to_path_buf(),
+            import_root: crate::analysis::module_names::import_root(path, &module),
             module,
             ..ModuleFacts::default()
         };
@@ -668,7 +671,7 @@ impl ModuleFacts {
             }
             scope = self.functions[function]
                 .outer
-                .and_then(|outer| self.functions.iter().position(|f| f.start == outer));
+                .and_then(|outer| self.function_starting(outer));
         }
         self.functions_named(name, None)
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::analysis::module_facts::ModuleFacts;
-use crate::analysis::project::ProjectIndex;
+use crate::analysis::project::{Imported, ProjectIndex};
 
 impl ProjectIndex<'_> {
     /// `module` and the project modules it imports (read from disk by
@@ -22,27 +22,61 @@ impl ProjectIndex<'_> {
         keyword: &'static str,
         word: &str,
     ) -> Vec<Arc<ModuleFacts>> {
-        let key = (module.path.clone(), keyword, word.to_owned());
+        let slot = keyword_slot(keyword);
         let lock = || {
             self.neighbourhoods
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
-        if let Some(known) = lock().get(&key) {
+        if let Some(known) = lock()
+            .get(module.path.as_path())
+            .and_then(|words| words[slot].get(word))
+        {
             return known.clone();
         }
         let found = self.find_neighbourhood(module, keyword, word);
-        lock().entry(key).or_insert(found).clone()
+        lock().entry(module.path.clone()).or_default()[slot]
+            .entry(word.into())
+            .or_insert(found)
+            .clone()
     }
 
     /// [`ProjectIndex::neighbourhood`], looked up.
     fn find_neighbourhood(
         &self,
         module: &Arc<ModuleFacts>,
-        keyword: &str,
+        keyword: &'static str,
         word: &str,
     ) -> Vec<Arc<ModuleFacts>> {
         let mut found: Vec<Arc<ModuleFacts>> = vec![Arc::clone(module)];
+        for target in self.imported(module).iter() {
+            let target = match target {
+                Ok(indexed) => Arc::clone(indexed),
+                Err(file) if self.may_define(file, keyword, word) => match self.load(file) {
+                    Some(loaded) => loaded,
+                    None => continue,
+                },
+                Err(_) => continue,
+            };
+            if !found.iter().any(|m| m.path == target.path) {
+                found.push(target);
+            }
+        }
+        found
+    }
+
+    /// The project modules `module` imports (or the package around a name
+    /// it imports from one), in the order of their dotted names: each an
+    /// indexed module or the file that holds it; once per module.
+    fn imported(&self, module: &Arc<ModuleFacts>) -> Imported {
+        let lock = || {
+            self.imported
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(module.path.as_path()) {
+            return Arc::clone(known);
+        }
         let mut paths: Vec<&String> = module
             .imports
             .values()
@@ -50,26 +84,16 @@ impl ProjectIndex<'_> {
             .collect();
         paths.sort();
         paths.dedup();
-        for path in paths {
-            let target = self.module_file(path, module).or_else(|| {
-                path.rsplit_once('.')
-                    .and_then(|(parent, _)| self.module_file(parent, module))
-            });
-            let target = match target {
-                Some(Ok(indexed)) => indexed,
-                Some(Err(file)) if self.may_define(&file, keyword, word) => {
-                    match self.load(&file) {
-                        Some(loaded) => loaded,
-                        None => continue,
-                    }
-                }
-                _ => continue,
-            };
-            if !found.iter().any(|m| m.path == target.path) {
-                found.push(target);
-            }
-        }
-        found
+        let targets: Imported = paths
+            .into_iter()
+            .filter_map(|path| {
+                self.module_file(path, module).or_else(|| {
+                    path.rsplit_once('.')
+                        .and_then(|(parent, _)| self.module_file(parent, module))
+                })
+            })
+            .collect();
+        Arc::clone(lock().entry(module.path.clone()).or_insert(targets))
     }
 
     /// Whether the file at `path` may define `word` with `keyword`: its
@@ -81,13 +105,13 @@ impl ProjectIndex<'_> {
             // Indexed already: its definitions are at hand.
             return true;
         }
-        let key = (path.to_path_buf(), keyword.to_owned());
+        let slot = keyword_slot(keyword);
         let known = self
             .defined
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&key)
-            .cloned();
+            .get(path)
+            .and_then(|words| words[slot].clone());
         let words = match known {
             Some(words) => words,
             None => {
@@ -106,11 +130,17 @@ impl ProjectIndex<'_> {
                 self.defined
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .entry(key)
-                    .or_insert(words)
+                    .entry(path.to_path_buf())
+                    .or_default()[slot]
+                    .get_or_insert(words)
                     .clone()
             }
         };
         words.is_some_and(|words| words.contains(word))
     }
+}
+
+/// Where answers for `keyword` are kept: `def` first, `class` second.
+fn keyword_slot(keyword: &str) -> usize {
+    usize::from(keyword != "def")
 }

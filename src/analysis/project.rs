@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
-use crate::analysis::module_names::import_root;
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
@@ -19,6 +18,9 @@ use crate::analysis::vocabulary::Vocabulary;
 pub const MOST_UNTYPED_TARGETS: usize = 3;
 
 pub(super) type FunctionRef = (Arc<ModuleFacts>, usize);
+
+/// The targets of each call of one function, in the order of its calls.
+pub(crate) type CallTargets = Arc<Vec<Vec<FunctionRef>>>;
 
 pub use crate::analysis::module_cache::ModuleCache;
 
@@ -30,32 +32,55 @@ pub struct ProjectIndex<'v> {
     /// read or parsed (it is context only, never reported).
     pub(super) loaded: Arc<ModuleCache>,
     /// Directories modules are imported from.
-    roots: Vec<PathBuf>,
+    pub(super) roots: Vec<PathBuf>,
     pub(super) vocabulary: &'v Vocabulary,
     /// The names each file read to tell whether it spells one defines with
     /// a keyword (`def`, `class`), by file and keyword (`None`: unreadable).
-    pub(super) defined: Mutex<HashMap<(PathBuf, String), DefinedWords>>,
+    pub(super) defined: Mutex<HashMap<PathBuf, [Option<DefinedWords>; 2]>>,
     /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
     /// name: asked for every call of a method on a value of unknown type.
-    pub(super) neighbourhoods: Mutex<HashMap<NeighbourhoodKey, Vec<Arc<ModuleFacts>>>>,
+    pub(super) neighbourhoods: Mutex<HashMap<PathBuf, [NeighbourhoodWords; 2]>>,
+    /// [`ProjectIndex::imported`]'s answers, by module.
+    pub(super) imported: Mutex<HashMap<PathBuf, Imported>>,
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
     /// import root of the module asking: asked for every import of every
     /// module a chain passes, and each answer costs file-system look-ups.
-    module_files: Mutex<HashMap<(String, Option<PathBuf>), ModuleFile>>,
+    pub(super) module_files: Mutex<HashMap<Option<PathBuf>, HashMap<String, ModuleFile>>>,
+    /// [`ProjectIndex::search_roots`]'s answers, by import root and the
+    /// first part of the dotted name.
+    pub(super) search_roots: Mutex<HashMap<Option<PathBuf>, SearchRoots>>,
+    /// The indexed modules by dotted name.
+    pub(super) by_module_name: HashMap<String, Vec<usize>>,
+    /// [`ProjectIndex::held_targets`]'s answers, by the module's facts
+    /// (their address), attribute and method.
+    held: Mutex<HeldAnswers>,
+    /// [`ProjectIndex::replayed`]'s answers, by registrar.
+    replayed: Mutex<HashMap<String, Arc<[FunctionRef]>>>,
+    /// [`ProjectIndex::caller`]'s call targets, by the module's facts
+    /// (their address) and the function's index.
+    pub(super) callers: Mutex<HashMap<(usize, usize), CallTargets>>,
 }
 
-/// How many directories above an import root a namespace package is
-/// looked for.
-const MOST_NAMESPACE_DEPTH: usize = 4;
+/// For one module and keyword (`def`, `class`): the modules that may
+/// define each name.
+pub(super) type NeighbourhoodWords = HashMap<Box<str>, Vec<Arc<ModuleFacts>>>;
 
-/// A module, a keyword (`def`, `class`) and a name.
-pub(super) type NeighbourhoodKey = (PathBuf, &'static str, String);
+/// What attributes of a module hold, by the module's facts (their
+/// address), attribute and method.
+type HeldAnswers = HashMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
 
 /// The names a file defines with one keyword, as read from its text.
 pub(super) type DefinedWords = Option<Arc<std::collections::HashSet<Box<str>>>>;
 
 /// Where a dotted module name is: an indexed module, or the file that holds it.
-type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
+/// The modules one module imports: each indexed, or the file that holds it.
+pub(super) type Imported = Arc<[Result<Arc<ModuleFacts>, PathBuf>]>;
+
+/// For one import root: the directories searched, by the first part of a
+/// dotted name.
+pub(super) type SearchRoots = HashMap<String, Arc<[PathBuf]>>;
+
+pub(super) type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
 
 impl<'v> ProjectIndex<'v> {
     pub fn new(
@@ -65,10 +90,10 @@ impl<'v> ProjectIndex<'v> {
     ) -> ProjectIndex<'v> {
         let mut roots: Vec<PathBuf> = Vec::new();
         for module in &modules {
-            if let Some(root) = import_root(&module.path, &module.module)
-                && !roots.contains(&root)
+            if let Some(root) = &module.import_root
+                && !roots.contains(root)
             {
-                roots.push(root);
+                roots.push(root.clone());
             }
         }
         let by_path = modules
@@ -76,7 +101,16 @@ impl<'v> ProjectIndex<'v> {
             .enumerate()
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
+        let mut by_module_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, module) in modules.iter().enumerate() {
+            by_module_name
+                .entry(module.module.clone())
+                .or_default()
+                .push(i);
+        }
         ProjectIndex {
+            by_module_name,
+            search_roots: Mutex::default(),
             modules,
             by_path,
             loaded,
@@ -84,7 +118,11 @@ impl<'v> ProjectIndex<'v> {
             vocabulary,
             defined: Mutex::default(),
             neighbourhoods: Mutex::default(),
+            imported: Mutex::default(),
             module_files: Mutex::default(),
+            callers: Mutex::default(),
+            held: Mutex::default(),
+            replayed: Mutex::default(),
         }
     }
 
@@ -110,81 +148,6 @@ impl<'v> ProjectIndex<'v> {
             Ok(found) => Some(found),
             Err(path) => self.load(&path),
         }
-    }
-
-    /// The module with dotted name `name` if it is indexed, else the file
-    /// that holds it.
-    pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
-        let near_root = import_root(&near.path, &near.module);
-        let key = (name.to_owned(), near_root);
-        let lock = || {
-            self.module_files
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(known) = lock().get(&key) {
-            return known.clone();
-        }
-        let found = self.find_module_file(name, key.1.clone());
-        lock().insert(key, found.clone());
-        found
-    }
-
-    /// [`ProjectIndex::module_file`], looked up.
-    fn find_module_file(&self, name: &str, near_root: Option<PathBuf>) -> ModuleFile {
-        // CPython's path finder: in each directory a package
-        // (`util/__init__.py`) wins over a module (`util.py`).
-        let indexed = |package: bool| {
-            self.modules.iter().find(|m| {
-                m.module == name && m.path.file_stem().is_some_and(|s| s == "__init__") == package
-            })
-        };
-        let relative: PathBuf = name.split('.').collect();
-        let first = name.split('.').next().unwrap_or(name);
-        let mut roots: Vec<PathBuf> = near_root.into_iter().collect();
-        roots.extend(self.roots.iter().cloned());
-        // A root that is itself a namespace package (`megatron/` holding
-        // `core/__init__.py` and no `__init__.py`) imports from its parent.
-        let namespaced: Vec<PathBuf> = roots
-            .iter()
-            .filter(|r| r.file_name().is_some_and(|n| n == first))
-            .filter_map(|r| r.parent().map(Path::to_path_buf))
-            .collect();
-        roots.extend(namespaced);
-        // A namespace package (no `__init__.py`, as in `modules/util/x.py`
-        // imported as `modules.util.x`) is found from the directory a
-        // script runs in: a directory above a root that holds the first
-        // part of the name.
-        let above: Vec<PathBuf> = roots
-            .iter()
-            .flat_map(|r| r.ancestors().skip(1).take(MOST_NAMESPACE_DEPTH))
-            .filter(|a| a.join(first).is_dir())
-            .map(Path::to_path_buf)
-            .collect();
-        for dir in above {
-            if !roots.contains(&dir) {
-                roots.push(dir);
-            }
-        }
-        for root in roots {
-            let package = root.join(&relative).join("__init__.py");
-            let module = root.join(&relative).with_extension("py");
-            if let Some(found) = indexed(true).filter(|m| m.path == package) {
-                return Some(Ok(Arc::clone(found)));
-            }
-            if package.is_file() && self.loaded.confinement.allows(&package) {
-                return Some(Err(package));
-            }
-            if let Some(found) = indexed(false).filter(|m| m.path == module) {
-                return Some(Ok(Arc::clone(found)));
-            }
-            if module.is_file() && self.loaded.confinement.allows(&module) {
-                return Some(Err(module));
-            }
-        }
-        indexed(true)
-            .or_else(|| indexed(false))
-            .map(|found| Ok(Arc::clone(found)))
     }
 
     /// Whether some leading part of the dotted path `full` is a module of
@@ -223,8 +186,11 @@ impl<'v> ProjectIndex<'v> {
                 None
             }
         };
-        self.lock().insert(path.to_path_buf(), facts.clone());
-        facts
+        // The first reading kept: every caller holds the same facts.
+        self.lock()
+            .entry(path.to_path_buf())
+            .or_insert(facts)
+            .clone()
     }
 
     /// Every class named `name` that code in `module` can mean: one it
@@ -294,6 +260,38 @@ impl<'v> ProjectIndex<'v> {
         Vec::new()
     }
 
+    /// Every hook the project registers with `registrar` (the table a
+    /// replay loop calls), each once; the same for every replay, so answered
+    /// once per registrar.
+    fn replayed(&self, registrar: &str) -> Arc<[FunctionRef]> {
+        let lock = || {
+            self.replayed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(registrar) {
+            return Arc::clone(known);
+        }
+        let mut found: Vec<FunctionRef> = Vec::new();
+        let mut seen: HashSet<(PathBuf, usize)> = HashSet::new();
+        for registering in &self.modules {
+            for registration in &registering.registrations {
+                if registration.registrar != registrar {
+                    continue;
+                }
+                for target in
+                    self.functions_of(registering, registration.scope, &registration.value, 0)
+                {
+                    if seen.insert((target.0.path.clone(), target.1)) {
+                        found.push(target);
+                    }
+                }
+            }
+        }
+        let found: Arc<[FunctionRef]> = found.into();
+        Arc::clone(lock().entry(registrar.to_owned()).or_insert(found))
+    }
+
     /// The project functions a call in `function` can reach.
     pub(super) fn targets(
         &self,
@@ -305,28 +303,7 @@ impl<'v> ProjectIndex<'v> {
         match &call.callee {
             // Every hook the project registers in a replayed table.
             _ if let Some(Through::Replayed { registrar, .. }) = &call.through => {
-                let mut found: Vec<FunctionRef> = Vec::new();
-                for registering in &self.modules {
-                    for registration in &registering.registrations {
-                        if registration.registrar != *registrar {
-                            continue;
-                        }
-                        for target in self.functions_of(
-                            registering,
-                            registration.scope,
-                            &registration.value,
-                            0,
-                        ) {
-                            if !found
-                                .iter()
-                                .any(|f| f.0.path == target.0.path && f.1 == target.1)
-                            {
-                                found.push(target);
-                            }
-                        }
-                    }
-                }
-                found
+                self.replayed(registrar).to_vec()
             }
             Callee::Name(_) if call.opaque => Vec::new(),
             Callee::Name(name) if call.not_the_import => module
@@ -364,6 +341,25 @@ impl<'v> ProjectIndex<'v> {
                 let receiver = receiver.as_deref();
                 let self_class = caller.self_class.as_deref();
                 match (receiver, self_class) {
+                    // `self.block(x)` where the class stores `self.block = ...`
+                    // and defines no method of that name: the instance's own
+                    // attribute shadows any method a base class has (a
+                    // function on a class is no data descriptor), so the
+                    // call is of the value stored, not a method. (One case
+                    // reads otherwise: an `nn.Module` keeps a submodule in
+                    // `_modules`, where a base's method of the same name
+                    // would win; a name clash no model relies on.)
+                    (Some("self"), Some(class))
+                        if module.classes.get(class).is_some_and(|c| {
+                            c.stores.contains_key(method.as_str())
+                                && !c
+                                    .methods
+                                    .iter()
+                                    .any(|&i| module.functions[i].name == *method)
+                        }) =>
+                    {
+                        return Vec::new();
+                    }
                     (Some("self" | "cls"), Some(class)) => {
                         return self.method_of(module, class, method, &mut HashSet::new());
                     }
@@ -457,7 +453,23 @@ impl<'v> ProjectIndex<'v> {
         let Some(values) = module.held.get(attribute) else {
             return Vec::new();
         };
+        // Asked for every call of the attribute: answered once per module,
+        // attribute and method.
+        let key = (
+            Arc::as_ptr(module) as usize,
+            attribute.to_owned(),
+            method.map(str::to_owned),
+        );
+        let lock = || {
+            self.held
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(&key) {
+            return known.to_vec();
+        }
         let mut found: Vec<FunctionRef> = Vec::new();
+        let mut seen: HashSet<(usize, usize)> = HashSet::new();
         for (value, from) in values {
             let targets = match method {
                 Some(method) if module.classes.contains_key(value.as_str()) => {
@@ -471,15 +483,16 @@ impl<'v> ProjectIndex<'v> {
                     .collect(),
             };
             for target in targets {
-                if !found
-                    .iter()
-                    .any(|f| f.1 == target.1 && f.0.path == target.0.path)
-                {
+                // One function once (facts of one file are one allocation).
+                if seen.insert((Arc::as_ptr(&target.0) as usize, target.1)) {
                     found.push(target);
                 }
             }
         }
-        found
+        // The module's facts are held by the answer kept, so the address
+        // names them for as long as the entry lives.
+        let kept: Arc<[FunctionRef]> = found.into();
+        lock().entry(key).or_insert(kept).to_vec()
     }
 
     /// The indexed methods named `method`, when few classes define one.

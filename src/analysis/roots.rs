@@ -67,40 +67,78 @@ const MODULE_METHODS: &[&str] = &[
 /// the compute function it calls) where it is not the root.
 type Pending = (FunctionRef, usize, Option<(usize, String)>);
 
+/// The evidence of a step a forward calls, in the forward's terms, by the
+/// step's file (its identity) and start byte.
+pub(super) type StepEvidence = (
+    (std::path::PathBuf, usize),
+    crate::analysis::effects::record::Effect,
+);
+
 impl ProjectIndex<'_> {
     /// The steps every module forward of the project calls: each class's
-    /// `forward` that its authors did not fence.
+    /// `forward` that its authors did not fence. The forwards are looked at
+    /// in parallel and what each finds is kept in the modules' order, so
+    /// the answer is the same on any number of threads.
     pub(super) fn forward_steps(&self, discovered: &mut Discovered) {
-        for module in &self.modules {
-            for class in module.classes.values() {
-                for &method in &class.methods {
-                    let function = &module.functions[method];
-                    if function.name != "forward" || function.fenced.is_some() {
-                        continue;
-                    }
-                    let why = |call: &CallFact, via: Option<&str>| Found {
-                        how: "forward-call",
-                        detail: match via {
-                            Some(via) => format!(
-                                "called by {via}, which the forward {} runs, at {}:{}",
-                                function.qualname,
-                                module.path.display(),
-                                call.line
-                            ),
-                            None => format!(
-                                "called by the forward {} at {}:{}",
-                                function.qualname,
-                                module.path.display(),
-                                call.line
-                            ),
-                        },
-                        path: module.path.clone(),
-                        line: call.line,
-                        backward: None,
-                    };
-                    self.steps_of(module, method, &why, discovered);
-                }
-            }
+        use rayon::prelude::*;
+        let roots: Vec<(&Arc<ModuleFacts>, usize)> = self
+            .modules
+            .iter()
+            .flat_map(|module| {
+                module.classes.values().flat_map(move |class| {
+                    class.methods.iter().filter_map(move |&method| {
+                        let function = &module.functions[method];
+                        (function.name == "forward" && function.fenced.is_none())
+                            .then_some((module, method))
+                    })
+                })
+            })
+            .collect();
+        let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
+            .par_iter()
+            .map(|&(module, method)| {
+                let function = &module.functions[method];
+                let why = |call: &CallFact, via: Option<&str>| Found {
+                    how: "forward-call",
+                    detail: match via {
+                        Some(via) => format!(
+                            "called by {via}, which the forward {} runs, at {}:{}",
+                            function.qualname,
+                            module.path.display(),
+                            call.line
+                        ),
+                        None => format!(
+                            "called by the forward {} at {}:{}",
+                            function.qualname,
+                            module.path.display(),
+                            call.line
+                        ),
+                    },
+                    path: module.path.clone(),
+                    line: call.line,
+                    backward: None,
+                };
+                let mut found = Discovered::default();
+                let mut evidence = Vec::new();
+                self.steps_of(module, method, &why, &mut found, &mut evidence);
+                (found, evidence)
+            })
+            .collect();
+        for (found, evidence) in found {
+            discovered.absorb_functions(found);
+            self.keep_step_evidence(evidence);
+        }
+    }
+
+    /// Keeps the evidence of steps (the first found for each step).
+    pub(super) fn keep_step_evidence(&self, evidence: Vec<StepEvidence>) {
+        let mut kept = self
+            .loaded
+            .step_evidence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, effect) in evidence {
+            kept.entry(key).or_insert(effect);
         }
     }
 
@@ -113,6 +151,7 @@ impl ProjectIndex<'_> {
         root: usize,
         why: &dyn Fn(&CallFact, Option<&str>) -> Found,
         discovered: &mut Discovered,
+        evidence_found: &mut Vec<StepEvidence>,
     ) {
         let mut seen: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
         seen.insert((module.path.clone(), module.functions[root].start));
@@ -177,12 +216,10 @@ impl ProjectIndex<'_> {
                         evidence.chain = first.next.clone();
                         evidence.length = evidence.length.saturating_sub(1);
                     }
-                    self.loaded
-                        .step_evidence
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .entry((crate::found::identity(&target.0.path), fact.start))
-                        .or_insert(evidence);
+                    evidence_found.push((
+                        (crate::found::identity(&target.0.path), fact.start),
+                        evidence,
+                    ));
                     let found = match &via {
                         // Named from the root's call that leads here.
                         Some((first, name)) => {

@@ -194,10 +194,21 @@ impl SemanticModel {
     /// parameters and body to the def. A class's bases belong outside, its
     /// body inside. A comprehension's first iterable is evaluated outside.
     pub fn scope_of(&self, node: Node<'_>) -> ScopeId {
+        self.scope_with(node, |n| n.parent())
+    }
+
+    /// [`SemanticModel::scope_of`], with each node's parent told by
+    /// `parent_of` (a tree-sitter node finds its parent by a search from
+    /// the root; a model being built looks it up in a map made by one walk).
+    pub(super) fn scope_with<'t>(
+        &self,
+        node: Node<'t>,
+        parent_of: impl Fn(Node<'t>) -> Option<Node<'t>>,
+    ) -> ScopeId {
         let mut child = node;
         let mut in_default = false;
         let mut in_first_iterable = false;
-        let mut current = node.parent();
+        let mut current = parent_of(node);
         while let Some(parent) = current {
             let inside = match parent.kind() {
                 "default_parameter" | "typed_default_parameter" | "typed_parameter" => {
@@ -221,7 +232,7 @@ impl SemanticModel {
                 "class_definition" => is_field(parent, "body", child),
                 "for_in_clause" => {
                     if is_field(parent, "right", child) {
-                        let first = parent.parent().and_then(|comprehension| {
+                        let first = parent_of(parent).and_then(|comprehension| {
                             let mut cursor = comprehension.walk();
                             comprehension
                                 .named_children(&mut cursor)
@@ -245,7 +256,7 @@ impl SemanticModel {
                 return id;
             }
             child = parent;
-            current = parent.parent();
+            current = parent_of(parent);
         }
         ScopeId::MODULE
     }

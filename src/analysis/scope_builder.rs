@@ -92,9 +92,9 @@ fn parameter_names_of_splat<'t>(splat: Node<'t>, out: &mut Vec<Node<'t>>) {
 
 /// The statement a node stands in: the nearest ancestor (or itself) whose
 /// parent is a block or the module; a decorated definition as a whole.
-fn statement_of(node: Node<'_>) -> Node<'_> {
+fn statement_of<'t>(node: Node<'t>, parents: &Parents<'t>) -> Node<'t> {
     let mut current = node;
-    while let Some(parent) = current.parent() {
+    while let Some(parent) = parents.parent(current) {
         if matches!(parent.kind(), "block" | "module") {
             return current;
         }
@@ -104,19 +104,19 @@ fn statement_of(node: Node<'_>) -> Node<'_> {
 }
 
 /// Where a statement-level binding holds: the block (or module) it stands in.
-fn enclosing_block(statement: Node<'_>) -> Range<usize> {
-    statement
-        .parent()
+fn enclosing_block<'t>(statement: Node<'t>, parents: &Parents<'t>) -> Range<usize> {
+    parents
+        .parent(statement)
         .map_or(statement.byte_range(), |p| p.byte_range())
 }
 
-fn ancestor_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    let mut current = node.parent();
+fn ancestor_of_kind<'t>(node: Node<'t>, kind: &str, parents: &Parents<'t>) -> Option<Node<'t>> {
+    let mut current = parents.parent(node);
     while let Some(n) = current {
         if n.kind() == kind {
             return Some(n);
         }
-        current = n.parent();
+        current = parents.parent(n);
     }
     None
 }
@@ -151,6 +151,9 @@ impl SemanticModel {
             }],
             ..SemanticModel::default()
         };
+        // Each node's parent, from one walk of the tree.
+        let parents = Parents::of(root);
+        let parent_of = |n| parents.parent(n);
         // Outer scopes first, so each finds its parent already there.
         scope_nodes.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
         scope_nodes.dedup_by_key(|n| n.id());
@@ -158,7 +161,7 @@ impl SemanticModel {
             let Some(kind) = scope_kind(node.kind()) else {
                 continue;
             };
-            let parent = model.scope_of(node);
+            let parent = model.scope_with(node, parent_of);
             let id = ScopeId(model.scopes.len());
             model.scopes.push(Scope {
                 kind,
@@ -173,12 +176,12 @@ impl SemanticModel {
                 model.bind_parameters(node, id, text);
             }
             if kind == ScopeKind::Function || kind == ScopeKind::Class {
-                model.bind_definition(node, parent, kind, text);
+                model.bind_definition(node, parent, kind, text, &parents);
             }
         }
         // Declarations first: they decide where the bindings below go.
         for &(name, node) in &binders {
-            let scope = model.scope_of(node);
+            let scope = model.scope_with(node, parent_of);
             let declared = match name {
                 "binding.global" => &mut model.scopes[scope.0].globals,
                 "binding.nonlocal" => &mut model.scopes[scope.0].nonlocals,
@@ -190,7 +193,7 @@ impl SemanticModel {
             }
         }
         for (name, node) in binders {
-            model.bind_capture(name, node, text);
+            model.bind_capture(name, node, text, &parents);
         }
         for ids in model.by_name.values_mut() {
             ids.sort_by_key(|id| (model.bindings[id.0].point, id.0));
@@ -257,11 +260,18 @@ impl SemanticModel {
         }
     }
 
-    fn bind_definition(&mut self, def: Node<'_>, scope: ScopeId, kind: ScopeKind, text: &str) {
+    fn bind_definition<'t>(
+        &mut self,
+        def: Node<'t>,
+        scope: ScopeId,
+        kind: ScopeKind,
+        text: &str,
+        parents: &Parents<'t>,
+    ) {
         let Some(name) = def.child_by_field_name("name") else {
             return;
         };
-        let statement = statement_of(def);
+        let statement = statement_of(def, parents);
         let kind = if kind == ScopeKind::Class {
             BindingKind::Class
         } else {
@@ -273,19 +283,25 @@ impl SemanticModel {
             Extent {
                 node: statement.byte_range(),
                 point: statement.end_byte(),
-                holds_in: enclosing_block(statement),
+                holds_in: enclosing_block(statement, parents),
             },
             scope,
             text,
         );
     }
 
-    fn bind_capture(&mut self, capture: &str, node: Node<'_>, text: &str) {
-        let scope = self.scope_of(node);
-        let statement = statement_of(node);
-        let in_block = enclosing_block(statement);
+    fn bind_capture<'t>(
+        &mut self,
+        capture: &str,
+        node: Node<'t>,
+        text: &str,
+        parents: &Parents<'t>,
+    ) {
+        let scope = self.scope_with(node, |n| parents.parent(n));
+        let statement = statement_of(node, parents);
+        let in_block = enclosing_block(statement, parents);
         match capture {
-            "binding.import" => self.bind_import(node, scope, text),
+            "binding.import" => self.bind_import(node, scope, text, parents),
             "binding.assignment" | "binding.augmented" | "binding.delete" => {
                 let kind = match capture {
                     "binding.augmented" => BindingKind::Augmented,
@@ -343,8 +359,8 @@ impl SemanticModel {
             }
             "binding.comprehension_for" => {
                 if let Some(left) = node.child_by_field_name("left") {
-                    let scope = self.scope_of(left);
-                    let holds = node.parent().map_or(0..0, |p| p.byte_range());
+                    let scope = self.scope_with(left, |n| parents.parent(n));
+                    let holds = parents.parent(node).map_or(0..0, |p| p.byte_range());
                     let mut targets = Vec::new();
                     target_names(left, &mut targets);
                     for target in targets {
@@ -363,7 +379,7 @@ impl SemanticModel {
                 }
             }
             "binding.with" => {
-                let body = ancestor_of_kind(node, "with_statement")
+                let body = ancestor_of_kind(node, "with_statement", parents)
                     .and_then(|w| w.child_by_field_name("body"))
                     .map_or(0..0, |b| b.byte_range());
                 let mut targets = Vec::new();
@@ -383,7 +399,7 @@ impl SemanticModel {
                 }
             }
             "binding.except" => {
-                let Some(clause) = ancestor_of_kind(node, "except_clause") else {
+                let Some(clause) = ancestor_of_kind(node, "except_clause", parents) else {
                     return;
                 };
                 let handler = {
@@ -427,7 +443,7 @@ impl SemanticModel {
                 while self.scopes[scope.0].kind == ScopeKind::Comprehension {
                     scope = self.scopes[scope.0].parent.unwrap_or(ScopeId::MODULE);
                 }
-                let expression = node.parent().unwrap_or(node);
+                let expression = parents.parent(node).unwrap_or(node);
                 self.simple(
                     node,
                     BindingKind::Walrus,
@@ -441,7 +457,7 @@ impl SemanticModel {
                 );
             }
             "binding.capture" => {
-                let case = ancestor_of_kind(node, "case_clause");
+                let case = ancestor_of_kind(node, "case_clause", parents);
                 let holds = case
                     .and_then(|c| c.child_by_field_name("consequence"))
                     .map_or(0..0, |b| b.byte_range());
@@ -464,8 +480,14 @@ impl SemanticModel {
         }
     }
 
-    fn bind_import(&mut self, statement: Node<'_>, scope: ScopeId, text: &str) {
-        let holds = enclosing_block(statement);
+    fn bind_import<'t>(
+        &mut self,
+        statement: Node<'t>,
+        scope: ScopeId,
+        text: &str,
+        parents: &Parents<'t>,
+    ) {
+        let holds = enclosing_block(statement, parents);
         let point = statement.end_byte();
         let module = statement
             .child_by_field_name("module_name")
@@ -535,5 +557,41 @@ impl SemanticModel {
                 text,
             );
         }
+    }
+}
+
+/// Every node's parent in one tree, found by one walk with a cursor.
+pub(super) struct Parents<'t> {
+    by_child: std::collections::HashMap<usize, Node<'t>>,
+}
+
+impl<'t> Parents<'t> {
+    pub(super) fn of(root: Node<'t>) -> Parents<'t> {
+        let mut by_child = std::collections::HashMap::new();
+        let mut cursor = root.walk();
+        let mut stack: Vec<Node<'t>> = Vec::new();
+        loop {
+            let node = cursor.node();
+            if let Some(&parent) = stack.last() {
+                by_child.insert(node.id(), parent);
+            }
+            if cursor.goto_first_child() {
+                stack.push(node);
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return Parents { by_child };
+                }
+                stack.pop();
+            }
+        }
+    }
+
+    pub(super) fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
+        self.by_child.get(&node.id()).copied()
     }
 }

@@ -18,7 +18,7 @@ use crate::analysis::reached::Through;
 pub(super) struct Node {
     pub(super) function: FunctionRef,
     /// Per call (in [`FunctionFact::calls`] order), its targets.
-    pub(super) callees: Vec<Vec<FunctionRef>>,
+    pub(super) callees: crate::analysis::project::CallTargets,
 }
 
 /// Deepest nesting of calls in one expression followed to what they return.

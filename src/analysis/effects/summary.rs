@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::analysis::effects::record::SummaryMemo;
 pub use crate::analysis::effects::record::{Effect, FnKey, Link, Summaries, Summary, Target};
 use crate::analysis::effects::resolve::{Node, Resolver, judge_attribute};
-use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::project::{CallTargets, FunctionRef, ProjectIndex};
 use crate::analysis::reached::Step;
 
 /// Most rounds of the fixpoint inside one component.
@@ -240,7 +240,7 @@ impl ProjectIndex<'_> {
             }
         }
         let mut measures = false;
-        for (i, (call, callees)) in function.calls.iter().zip(&node.callees).enumerate() {
+        for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
             for callee in callees {
                 let Some(summary) = summary_of(callee) else {
                     continue;
@@ -308,14 +308,33 @@ impl Caller {
 }
 
 impl ProjectIndex<'_> {
-    /// `function` with the targets of its calls resolved.
+    /// `function` with the targets of its calls resolved, once per run of
+    /// the index: a forward's steps and the summaries' search ask for the
+    /// same functions.
     pub fn caller(&self, function: &FunctionRef) -> Caller {
         let (module, index) = function;
-        let callees = module.functions[*index]
-            .calls
-            .iter()
-            .map(|call| self.call_targets(module, *index, call))
-            .collect();
+        // The module's facts are held by the answer kept here, so the
+        // address names them for as long as the entry lives.
+        let key = (Arc::as_ptr(module) as usize, *index);
+        let lock = || {
+            self.callers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let known = lock().get(&key).cloned();
+        let callees = match known {
+            Some(known) => known,
+            None => {
+                let callees: CallTargets = Arc::new(
+                    module.functions[*index]
+                        .calls
+                        .iter()
+                        .map(|call| self.call_targets(module, *index, call))
+                        .collect(),
+                );
+                Arc::clone(lock().entry(key).or_insert(callees))
+            }
+        };
         Caller(Node {
             function: (Arc::clone(module), *index),
             callees,

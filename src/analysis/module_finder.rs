@@ -1,0 +1,116 @@
+//! Where a module of a dotted name is, as CPython's path finder looks for
+//! it from the module that imports it: an indexed module, or the file that
+//! holds it; each answer once per import root and name.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::analysis::module_facts::ModuleFacts;
+use crate::analysis::project::{ModuleFile, ProjectIndex};
+
+/// How many directories above an import root a namespace package is
+/// looked for.
+const MOST_NAMESPACE_DEPTH: usize = 4;
+
+impl ProjectIndex<'_> {
+    /// The module with dotted name `name` if it is indexed, else the file
+    /// that holds it.
+    pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
+        let near_root = &near.import_root;
+        let lock = || {
+            self.module_files
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(near_root).and_then(|names| names.get(name)) {
+            return known.clone();
+        }
+        let found = self.find_module_file(name, near_root);
+        lock()
+            .entry(near_root.clone())
+            .or_default()
+            .insert(name.to_owned(), found.clone());
+        found
+    }
+
+    /// [`ProjectIndex::module_file`], looked up.
+    fn find_module_file(&self, name: &str, near_root: &Option<PathBuf>) -> ModuleFile {
+        // CPython's path finder: in each directory a package
+        // (`util/__init__.py`) wins over a module (`util.py`).
+        let indexed = |package: bool| {
+            self.by_module_name
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(|&i| &self.modules[i])
+                .find(|m| m.path.file_stem().is_some_and(|s| s == "__init__") == package)
+        };
+        let relative: PathBuf = name.split('.').collect();
+        let first = name.split('.').next().unwrap_or(name);
+        for root in self.search_roots(near_root, first).iter() {
+            let package = root.join(&relative).join("__init__.py");
+            let module = root.join(&relative).with_extension("py");
+            if let Some(found) = indexed(true).filter(|m| m.path == package) {
+                return Some(Ok(Arc::clone(found)));
+            }
+            if package.is_file() && self.loaded.confinement.allows(&package) {
+                return Some(Err(package));
+            }
+            if let Some(found) = indexed(false).filter(|m| m.path == module) {
+                return Some(Ok(Arc::clone(found)));
+            }
+            if module.is_file() && self.loaded.confinement.allows(&module) {
+                return Some(Err(module));
+            }
+        }
+        indexed(true)
+            .or_else(|| indexed(false))
+            .map(|found| Ok(Arc::clone(found)))
+    }
+
+    /// The directories a module whose dotted name starts with `first` is
+    /// looked for in, from a module imported from `near_root`, in order;
+    /// once per import root and first part.
+    fn search_roots(&self, near_root: &Option<PathBuf>, first: &str) -> Arc<[PathBuf]> {
+        let lock = || {
+            self.search_roots
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(near_root).and_then(|firsts| firsts.get(first)) {
+            return Arc::clone(known);
+        }
+        let mut roots: Vec<PathBuf> = near_root.iter().cloned().collect();
+        roots.extend(self.roots.iter().cloned());
+        // A root that is itself a namespace package (`megatron/` holding
+        // `core/__init__.py` and no `__init__.py`) imports from its parent.
+        let namespaced: Vec<PathBuf> = roots
+            .iter()
+            .filter(|r| r.file_name().is_some_and(|n| n == first))
+            .filter_map(|r| r.parent().map(Path::to_path_buf))
+            .collect();
+        roots.extend(namespaced);
+        // A namespace package (no `__init__.py`, as in `modules/util/x.py`
+        // imported as `modules.util.x`) is found from the directory a
+        // script runs in: a directory above a root that holds the first
+        // part of the name.
+        let above: Vec<PathBuf> = roots
+            .iter()
+            .flat_map(|r| r.ancestors().skip(1).take(MOST_NAMESPACE_DEPTH))
+            .filter(|a| a.join(first).is_dir())
+            .map(Path::to_path_buf)
+            .collect();
+        for dir in above {
+            if !roots.contains(&dir) {
+                roots.push(dir);
+            }
+        }
+        let roots: Arc<[PathBuf]> = roots.into();
+        lock()
+            .entry(near_root.clone())
+            .or_default()
+            .entry(first.to_owned())
+            .or_insert(roots)
+            .clone()
+    }
+}
