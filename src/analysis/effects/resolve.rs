@@ -34,6 +34,21 @@ pub(super) struct Resolver<'a, 'v, F> {
     pub(super) summary_of: &'a F,
 }
 
+impl<'a, 'v, F> Resolver<'a, 'v, F> {
+    /// The resolver of `node`'s function, its module and facts taken from
+    /// the node.
+    pub(super) fn of(index: &'a ProjectIndex<'v>, node: &'a Node, summary_of: &'a F) -> Self {
+        let (module, function) = &node.function;
+        Resolver {
+            index,
+            node,
+            module,
+            function: &module.functions[*function],
+            summary_of,
+        }
+    }
+}
+
 impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
     /// A value as targets; none for a value made here.
     pub(super) fn targets(&self, val: &Val, depth: usize) -> Vec<Target> {

@@ -188,15 +188,8 @@ impl ProjectIndex<'_> {
         node: &Node,
         summary_of: impl Fn(&FunctionRef) -> Option<Arc<Summary>>,
     ) -> Summary {
-        let (module, index) = &node.function;
-        let function = &module.functions[*index];
-        let resolver = Resolver {
-            index: self,
-            node,
-            module,
-            function,
-            summary_of: &summary_of,
-        };
+        let resolver = Resolver::of(self, node, &summary_of);
+        let (module, function) = (resolver.module, resolver.function);
         let mut effects: Vec<Effect> = Vec::new();
         let mut discounts: Vec<String> = Vec::new();
         for local in &function.local.effects {
@@ -346,17 +339,9 @@ impl ProjectIndex<'_> {
     /// the caller's values, each chain starting with the call.
     pub fn effects_at_call(&self, caller: &Caller, call: usize, callee: &FunctionRef) -> Summary {
         let summary = self.summary(callee);
-        let node = &caller.0;
-        let (module, index) = &node.function;
-        let function = &module.functions[*index];
         let summary_of = |f: &FunctionRef| Some(self.summary(f));
-        let resolver = Resolver {
-            index: self,
-            node,
-            module,
-            function,
-            summary_of: &summary_of,
-        };
+        let resolver = Resolver::of(self, &caller.0, &summary_of);
+        let (module, function) = (resolver.module, resolver.function);
         let mut effects = resolver.effects_through(call, callee, &summary);
         effects.retain_mut(|effect| judge_attribute(&mut effect.target, module, function));
         let mut mapped = Summary::from_effects(effects);
