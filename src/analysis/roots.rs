@@ -81,17 +81,24 @@ impl ProjectIndex<'_> {
     /// the answer is the same on any number of threads.
     pub(super) fn forward_steps(&self, discovered: &mut Discovered) {
         use rayon::prelude::*;
+        // In each module, in the order of its functions (its classes are a
+        // map, whose order differs from run to run): the first reason
+        // found for a step is the one kept.
         let roots: Vec<(&Arc<ModuleFacts>, usize)> = self
             .modules
             .iter()
             .flat_map(|module| {
-                module.classes.values().flat_map(move |class| {
-                    class.methods.iter().filter_map(move |&method| {
+                let mut methods: Vec<usize> = module
+                    .classes
+                    .values()
+                    .flat_map(|class| class.methods.iter().copied())
+                    .filter(|&method| {
                         let function = &module.functions[method];
-                        (function.name == "forward" && function.fenced.is_none())
-                            .then_some((module, method))
+                        function.name == "forward" && function.fenced.is_none()
                     })
-                })
+                    .collect();
+                methods.sort_unstable();
+                methods.into_iter().map(move |method| (module, method))
             })
             .collect();
         let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
