@@ -502,13 +502,16 @@ impl<'v> ProjectIndex<'v> {
         }
         let mut found: Vec<FunctionRef> = Vec::new();
         for module in self.neighbourhood(module, "def", method) {
-            for class in module.classes.values() {
-                for &i in &class.methods {
-                    if module.functions[i].name == method {
-                        found.push((Arc::clone(&module), i));
-                    }
-                }
-            }
+            // In the order of the module's functions, not of its class map
+            // (whose order differs from run to run).
+            let mut methods: Vec<usize> = module
+                .classes
+                .values()
+                .flat_map(|class| class.methods.iter().copied())
+                .filter(|&i| module.functions[i].name == method)
+                .collect();
+            methods.sort_unstable();
+            found.extend(methods.into_iter().map(|i| (Arc::clone(&module), i)));
         }
         if found.len() > MOST_UNTYPED_TARGETS {
             return Vec::new();
