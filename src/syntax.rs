@@ -340,6 +340,28 @@ pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
     defaults
 }
 
+/// For each parameter [`parameter_defaults`] counts, whether it collects
+/// the arguments left (`*args`, `**kwargs`, typed or not).
+pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let splat = |kind: &str| matches!(kind, "list_splat_pattern" | "dictionary_splat_pattern");
+    let mut splats = Vec::new();
+    let mut cursor = parameters.walk();
+    for parameter in parameters.named_children(&mut cursor) {
+        match parameter.kind() {
+            "identifier" | "default_parameter" | "typed_default_parameter" => splats.push(false),
+            kind if splat(kind) => splats.push(true),
+            "typed_parameter" => {
+                splats.push(parameter.named_child(0).is_some_and(|c| splat(c.kind())));
+            }
+            _ => {}
+        }
+    }
+    splats
+}
+
 /// Whether a `def`'s body only passes, holds a docstring or `...`, raises
 /// `NotImplementedError`, or returns its own parameters unchanged: a
 /// protocol base's placeholder.

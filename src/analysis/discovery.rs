@@ -180,11 +180,12 @@ impl ProjectIndex<'_> {
         let mut module_names: Vec<&str> = Vec::new();
         // (A method's own `self` is not the module; a plain function's first
         // parameter is, whatever its name: `MethodType(f, m)` binds `self`.)
-        let first = if function.is_method {
-            function.parameters.get(1)
-        } else {
-            function.parameters.first()
-        };
+        // `*args` holds the inputs: no module.
+        let first = usize::from(function.is_method);
+        let first = function
+            .parameters
+            .get(first)
+            .filter(|_| function.splats.get(first) != Some(&true));
         if let Some(first) = first {
             module_names.push(first);
         }

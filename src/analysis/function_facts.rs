@@ -76,6 +76,9 @@ pub struct FunctionFact {
     pub annotations: Vec<Option<String>>,
     /// For each parameter, whether it has a default value.
     pub defaulted: Vec<bool>,
+    /// For each parameter, whether it collects the arguments left
+    /// (`*args`, `**kwargs`).
+    pub splats: Vec<bool>,
     /// What its `return` statements hand back.
     pub returns: Vec<Value>,
     /// Names it binds to an original forward (`old = m.forward`).
@@ -139,6 +142,7 @@ pub(crate) fn function_fact(
         parameters: crate::syntax::parameter_names(def, text),
         annotations: crate::syntax::parameter_annotations(def, text),
         defaulted: crate::syntax::parameter_defaults(def),
+        splats: crate::syntax::parameter_splats(def),
         returns: Vec::new(),
         saved_forwards: Vec::new(),
         assigned: Vec::new(),

@@ -12,10 +12,10 @@
 //! callee whose effect summary touches module state is a step of the
 //! forward, a hook found by use (`discovered_by: forward-call`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::analysis::effects::judge::{forward_roles, judge_with};
+use crate::analysis::effects::judge::{Role, forward_roles, judge_with};
 use crate::analysis::effects::record::Target;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
@@ -63,9 +63,10 @@ const MODULE_METHODS: &[&str] = &[
 ];
 
 /// A function whose calls are still to look at: it, how deep in the compute
-/// the root runs it is, and the root's call that leads there (its index and
-/// the compute function it calls) where it is not the root.
-type Pending = (FunctionRef, usize, Option<(usize, String)>);
+/// the root runs it is, the root's call that leads there (its index and
+/// the compute function it calls) where it is not the root, and the roles
+/// its parameters play (what the forward hands it).
+type Pending = (FunctionRef, usize, Option<(usize, String)>, Vec<Role>);
 
 /// The evidence of a step a forward calls, in the forward's terms, by the
 /// step's file (its identity) and start byte.
@@ -163,11 +164,15 @@ impl ProjectIndex<'_> {
         let mut seen: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
         seen.insert((module.path.clone(), module.functions[root].start));
         // (function, its depth, the first call of the root on the way)
-        let mut pending: Vec<Pending> = vec![((Arc::clone(module), root), 0, None)];
-        while let Some((at, depth, via)) = pending.pop() {
+        let roles = forward_roles(&module.functions[root]);
+        let mut pending: Vec<Pending> = vec![((Arc::clone(module), root), 0, None, roles)];
+        // The roles of the parameters of every function looked at, for the
+        // closures they hold.
+        let mut frames: HashMap<(std::path::PathBuf, usize), Vec<Role>> = HashMap::new();
+        while let Some((at, depth, via, roles)) = pending.pop() {
             let function = &at.0.functions[at.1];
             let caller = self.caller(&at);
-            let roles = forward_roles(function);
+            frames.insert((at.0.path.clone(), function.start), roles.clone());
             for (i, call) in function.calls.iter().enumerate() {
                 if matches!(call.through, Some(Through::Replayed { .. })) {
                     continue;
@@ -180,7 +185,8 @@ impl ProjectIndex<'_> {
                     {
                         let name = handed.0.functions[handed.1].qualname.clone();
                         let via = via.clone().or(Some((i, name)));
-                        pending.push((handed, depth + 1, via));
+                        let roles = self.roles_at_call(&caller, i, &handed, &roles, true);
+                        pending.push((handed, depth + 1, via, roles));
                     }
                 }
                 // A custom autograd Function applied here: its `forward` and
@@ -196,7 +202,13 @@ impl ProjectIndex<'_> {
                     if !applied && self.runs_compute(target) {
                         if depth < MOST_COMPUTE_DEPTH {
                             let via = via.clone().or_else(|| Some((i, fact.qualname.clone())));
-                            pending.push(((Arc::clone(&target.0), target.1), depth + 1, via));
+                            let roles = self.roles_at_call(&caller, i, target, &roles, false);
+                            pending.push((
+                                (Arc::clone(&target.0), target.1),
+                                depth + 1,
+                                via,
+                                roles,
+                            ));
                         }
                         continue;
                     }
@@ -211,6 +223,19 @@ impl ProjectIndex<'_> {
                             matches!(e.target, Target::Param { .. } | Target::Captured { .. })
                         });
                     }
+                    // A closure's capture of an activation a function
+                    // around it was handed is an activation too.
+                    mapped.effects.retain(|e| match &e.target {
+                        Target::Captured {
+                            function, index, ..
+                        } => {
+                            frames
+                                .get(function)
+                                .and_then(|roles| roles.get(*index as usize))
+                                != Some(&Role::Activation)
+                        }
+                        _ => true,
+                    });
                     if mapped.effects.is_empty() {
                         continue;
                     }
@@ -218,6 +243,15 @@ impl ProjectIndex<'_> {
                     else {
                         continue;
                     };
+                    // Only ordering streams or waiting for the device: weight
+                    // work where the step's class (or file) moves module
+                    // state elsewhere; compute overlapping communication
+                    // orders streams too.
+                    if evidence.target == Target::Device
+                        && !self.moves_state_nearby(target, &mapped, &at.0, function, &roles)
+                    {
+                        continue;
+                    }
                     // Named from the step on: the chain past its call.
                     if let Some(first) = evidence.chain.take() {
                         evidence.chain = first.next.clone();
@@ -238,6 +272,63 @@ impl ProjectIndex<'_> {
                 }
             }
         }
+    }
+
+    /// Whether a step whose evidence only orders streams or waits for the
+    /// device belongs with weight work: some effect it has is on module
+    /// state, or a method of its class (for a function, one of its file)
+    /// moves, casts or frees module state — `self`'s attributes or what it
+    /// is handed as the module, its other parameters read as activations.
+    fn moves_state_nearby(
+        &self,
+        step: &FunctionRef,
+        mapped: &crate::analysis::effects::record::Summary,
+        module: &ModuleFacts,
+        function: &crate::analysis::module_facts::FunctionFact,
+        roles: &[Role],
+    ) -> bool {
+        let state_only = crate::analysis::effects::record::Summary {
+            effects: mapped
+                .effects
+                .iter()
+                .filter(|e| e.target != Target::Device)
+                .cloned()
+                .collect(),
+            ..Default::default()
+        };
+        if judge_with(&state_only, module, function, roles)
+            .evidence
+            .is_some()
+        {
+            return true;
+        }
+        let (file, index) = step;
+        let fact = &file.functions[*index];
+        let neighbours: Vec<usize> = match fact.self_class.as_deref() {
+            Some(class) => file
+                .classes
+                .get(class)
+                .map(|c| c.methods.clone())
+                .unwrap_or_default(),
+            None => (0..file.functions.len()).collect(),
+        };
+        neighbours.into_iter().any(|i| {
+            let neighbour = &file.functions[i];
+            let summary = self.summary(&(Arc::clone(file), i));
+            let state_only = crate::analysis::effects::record::Summary {
+                effects: summary
+                    .effects
+                    .iter()
+                    .filter(|e| e.target != Target::Device)
+                    .cloned()
+                    .collect(),
+                ..Default::default()
+            };
+            let roles = forward_roles(neighbour);
+            judge_with(&state_only, file, neighbour, &roles)
+                .evidence
+                .is_some()
+        })
     }
 
     /// The function a call of `checkpoint` hands over as its first

@@ -18,6 +18,9 @@ pub enum Role {
     Context,
     /// The module the hook runs for.
     Module,
+    /// A tensor of module state handed over (`step(self.weight)`): acting
+    /// on it in place is weight work; moving it makes a copy.
+    State,
     /// An input, an output, a gradient: an activation.
     Activation,
 }
@@ -146,7 +149,9 @@ pub fn forward_roles(function: &FunctionFact) -> Vec<Role> {
     (0..function.parameters.len())
         .map(|i| match i {
             0 if function.is_method && !function.static_method => Role::SelfObject,
-            0 if !function.is_method => Role::Module,
+            // A wrapper installed as a forward gets the module first only
+            // where it is bound to it; `*args` holds the inputs.
+            0 if !function.is_method && function.splats.first() != Some(&true) => Role::Module,
             _ => Role::Activation,
         })
         .collect()
@@ -385,7 +390,7 @@ pub fn own_signs(
         }
         match &val.root {
             Root::Param(i) => match roles.get(*i as usize) {
-                Some(Role::Module | Role::Context) | None => signs.push(sign(None)),
+                Some(Role::Module | Role::Context | Role::State) | None => signs.push(sign(None)),
                 Some(Role::Activation) => {
                     let name = parameters.get(*i as usize).map_or("?", String::as_str);
                     let what = match effect.kind {

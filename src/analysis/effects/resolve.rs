@@ -261,6 +261,49 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
     }
 }
 
+impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
+    /// What the callee's parameter `param` is bound to at this function's
+    /// call `call`, in this function's terms; `handed` when the call hands
+    /// the callee over as its first argument and runs it with the rest
+    /// (`checkpoint(fn, *args)`). `None` when the analysis cannot name it.
+    pub(super) fn parameter_targets(
+        &self,
+        call: usize,
+        callee: &FunctionFact,
+        param: usize,
+        handed: bool,
+    ) -> Option<Vec<Target>> {
+        let call_fact = &self.function.calls[call];
+        let values = self.function.local.call_at(call_fact.start);
+        let bound = if handed {
+            // A bound method handed over (`checkpoint(self._run, x)`): its
+            // first parameter is its own object.
+            let shift = usize::from(callee.is_method && !callee.static_method);
+            let position = param.checked_sub(shift)?;
+            let values = values?;
+            match values.positional.get(position + 1) {
+                Some(vals) => Bound::Vals(vals.clone()),
+                None if values.splat => Bound::Unknown,
+                None => Bound::Dropped,
+            }
+        } else {
+            bind(
+                u16::try_from(param).ok()?,
+                call_fact,
+                values,
+                callee,
+                self.module,
+                self.function,
+            )
+        };
+        match bound {
+            Bound::Vals(vals) => Some(vals.iter().flat_map(|v| self.targets(v, 0)).collect()),
+            Bound::Unknown => None,
+            Bound::Dropped => Some(Vec::new()),
+        }
+    }
+}
+
 /// What a callee's parameter is bound to at a call.
 enum Bound {
     Vals(Vals),

@@ -16,9 +16,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::analysis::effects::judge::Role;
 use crate::analysis::effects::record::SummaryMemo;
 pub use crate::analysis::effects::record::{Effect, FnKey, Link, Summaries, Summary, Target};
 use crate::analysis::effects::resolve::{Node, Resolver, judge_attribute};
+use crate::analysis::effects::value::Shape;
 use crate::analysis::project::{CallTargets, FunctionRef, ProjectIndex};
 use crate::analysis::reached::Step;
 
@@ -347,6 +349,79 @@ impl ProjectIndex<'_> {
         let mut mapped = Summary::from_effects(effects);
         mapped.measures = summary.measures || callee.0.functions[callee.1].local.measures;
         mapped
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// The roles of `callee`'s parameters where `caller` (whose parameters
+    /// play `caller_roles`) calls it at its call `call` (`handed`: the call
+    /// hands `callee` over and runs it with its other arguments, as
+    /// `checkpoint(fn, *args)` does). A parameter bound to module state the
+    /// caller holds (the module, `self`, one of their attributes) is the
+    /// module; one bound to a value the caller was handed as an activation,
+    /// or made, is an activation. A method's own object is its `self`.
+    pub fn roles_at_call(
+        &self,
+        caller: &Caller,
+        call: usize,
+        callee: &FunctionRef,
+        caller_roles: &[Role],
+        handed: bool,
+    ) -> Vec<Role> {
+        let summary_of = |f: &FunctionRef| Some(self.summary(f));
+        let resolver = Resolver::of(self, &caller.0, &summary_of);
+        let fact = &callee.0.functions[callee.1];
+        (0..fact.parameters.len())
+            .map(|param| {
+                if param == 0 && fact.is_method && !fact.static_method {
+                    return Role::SelfObject;
+                }
+                let Some(targets) = resolver.parameter_targets(call, fact, param, handed) else {
+                    return Role::Activation;
+                };
+                targets
+                    .iter()
+                    .map(|target| role_of_target(target, caller_roles))
+                    .max_by_key(|role| role_rank(*role))
+                    .unwrap_or(Role::Activation)
+            })
+            .collect()
+    }
+}
+
+/// What a value the caller passes is, by what it names in the caller.
+fn role_of_target(target: &Target, caller_roles: &[Role]) -> Role {
+    match target {
+        Target::Param {
+            index, attr, shape, ..
+        } => {
+            let role = caller_roles
+                .get(*index as usize)
+                .copied()
+                .unwrap_or(Role::Activation);
+            match (role, attr) {
+                (Role::Activation, _) => Role::Activation,
+                (Role::SelfObject, None) => Role::SelfObject,
+                (Role::State, _) => Role::State,
+                (_, Some(_)) if *shape == Shape::Tensor => Role::State,
+                (_, Some(_)) => Role::Module,
+                (role, None) => role,
+            }
+        }
+        Target::Captured { .. } | Target::Global(_) => Role::Context,
+        Target::Device | Target::Handed | Target::Unknown => Role::Activation,
+    }
+}
+
+/// Which role wins where a parameter may be bound to several values: the
+/// one that keeps the most effects counted.
+fn role_rank(role: Role) -> u8 {
+    match role {
+        Role::Activation => 0,
+        Role::Context => 1,
+        Role::State => 2,
+        Role::SelfObject => 3,
+        Role::Module => 4,
     }
 }
 

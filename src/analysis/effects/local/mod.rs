@@ -551,8 +551,12 @@ impl<'t> Walker<'_, 't> {
             Root::Outer(name) => self.context.outer_self == Some(&**name),
             _ => false,
         };
+        // A tensor made here but wrapped as module state
+        // (`nn.Parameter(torch.ones(n))`) is the module's, not the object's
+        // own data.
         let own = vals.iter().all(|v| {
-            v.is_fresh() || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
+            (v.is_fresh() && v.shape != Shape::Tensor)
+                || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
         }) && !vals.0.is_empty();
         let mut classes: Vec<Box<str>> = Vec::new();
         for val in vals.iter() {
