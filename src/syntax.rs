@@ -362,6 +362,17 @@ pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {
     splats
 }
 
+/// Whether a function has keyword-only parameters after a bare `*`.
+pub fn has_keyword_only(function: Node<'_>) -> bool {
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return false;
+    };
+    let mut cursor = parameters.walk();
+    parameters
+        .named_children(&mut cursor)
+        .any(|p| p.kind() == "keyword_separator")
+}
+
 /// Whether a `def`'s body only passes, holds a docstring or `...`, raises
 /// `NotImplementedError`, or returns its own parameters unchanged: a
 /// protocol base's placeholder.

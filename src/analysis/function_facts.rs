@@ -79,6 +79,8 @@ pub struct FunctionFact {
     /// For each parameter, whether it collects the arguments left
     /// (`*args`, `**kwargs`).
     pub splats: Vec<bool>,
+    /// Whether keyword-only parameters follow a bare `*`.
+    pub keyword_only: bool,
     /// What its `return` statements hand back.
     pub returns: Vec<Value>,
     /// Names it binds to an original forward (`old = m.forward`).
@@ -143,6 +145,7 @@ pub(crate) fn function_fact(
         annotations: crate::syntax::parameter_annotations(def, text),
         defaulted: crate::syntax::parameter_defaults(def),
         splats: crate::syntax::parameter_splats(def),
+        keyword_only: crate::syntax::has_keyword_only(def),
         returns: Vec::new(),
         saved_forwards: Vec::new(),
         assigned: Vec::new(),

@@ -343,6 +343,7 @@ fn bind(
                     (k, "forward") => values
                         .positional
                         .get(k - 1)
+                        .or_else(|| right_aligned(values, callee, k))
                         .cloned()
                         .map_or(Bound::Unknown, Bound::Vals),
                     _ => Bound::Dropped,
@@ -408,7 +409,11 @@ fn bind(
     } else {
         param
     };
-    if let Some(vals) = values.positional.get(position) {
+    if let Some(vals) = values
+        .positional
+        .get(position)
+        .or_else(|| right_aligned(values, callee, param))
+    {
         return Bound::Vals(vals.clone());
     }
     if let Some(name) = callee.parameters.get(param)
@@ -421,6 +426,31 @@ fn bind(
     }
     // A default value: the callee's own.
     Bound::Dropped
+}
+
+/// What binds the callee's parameter `param` (its index among all its
+/// parameters) where the call passes `*args` and then more positional
+/// arguments: those fill the callee's last parameters, when it takes a
+/// fixed number of them (no `*args`, no defaults, no keyword-only
+/// parameter after `*`), so `Fn.apply(*inputs, dummy, self)` hands `self`
+/// to `forward`'s last parameter.
+fn right_aligned<'v>(
+    values: &'v CallValues,
+    callee: &FunctionFact,
+    param: usize,
+) -> Option<&'v Vals> {
+    let after = values.after_splat.len();
+    let count = callee.parameters.len();
+    if after == 0
+        || callee.splats.iter().any(|&s| s)
+        || callee.defaulted.iter().any(|&d| d)
+        || callee.keyword_only
+        || param >= count
+        || param + after < count
+    {
+        return None;
+    }
+    values.after_splat.get(param + after - count)
 }
 
 /// A value of the function `outer` of `module` as a closure inside it

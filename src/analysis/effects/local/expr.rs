@@ -275,6 +275,8 @@ impl<'t> Walker<'_, 't> {
                             if !values.splat {
                                 values.positional.push(vals);
                                 argument_nodes.push(argument);
+                            } else {
+                                values.after_splat.push(vals);
                             }
                         }
                     }

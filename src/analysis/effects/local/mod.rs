@@ -139,6 +139,9 @@ pub struct CallValues {
     /// `*args` or `**kwargs` among the arguments: positions after it are
     /// unknown.
     pub splat: bool,
+    /// The positional arguments after a `*args` (`f(*xs, a, b)`): they bind
+    /// the callee's last parameters where it takes a fixed number.
+    pub after_splat: Vec<Vals>,
     /// A `functools.partial(f, *bound)`: its value calls `f` with these
     /// arguments first.
     pub partial: bool,
