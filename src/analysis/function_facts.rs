@@ -49,6 +49,24 @@ pub struct CallFact {
     pub through: Option<Through>,
 }
 
+impl CallFact {
+    /// The class the call names as written, where it names one by
+    /// Python's convention (`Gathered(ps)`, `zero.Gathered(ps)`): a
+    /// capitalised last name.
+    pub fn constructed_class(&self) -> Option<String> {
+        let (name, last) = match &self.callee {
+            Callee::Name(name) => (name.clone(), name.rsplit('.').next().unwrap_or(name)),
+            Callee::Method {
+                receiver: Some(receiver),
+                method,
+            } => (format!("{receiver}.{method}"), method.as_str()),
+            Callee::Method { .. } => return None,
+        };
+        last.starts_with(|c: char| c.is_ascii_uppercase())
+            .then(|| name.clone())
+    }
+}
+
 /// One `def` or `lambda` of a module.
 #[derive(Debug, Clone)]
 pub struct FunctionFact {

@@ -195,6 +195,25 @@ impl<'v> ProjectIndex<'v> {
 
     /// Every class named `name` that code in `module` can mean: one it
     /// defines or imports, else any indexed class of that name.
+    /// The class at the dotted path `full`, following the re-exports of
+    /// the modules on the way (`pkg/__init__.py`: `from .impl import Cls`).
+    fn class_at(
+        &self,
+        full: &str,
+        module: &Arc<ModuleFacts>,
+    ) -> Option<(Arc<ModuleFacts>, String)> {
+        let mut full = full.to_owned();
+        for _ in 0..8 {
+            let (module_path, class) = full.rsplit_once('.')?;
+            let target = self.module_named(module_path, module)?;
+            if target.classes.contains_key(class) {
+                return Some((target, class.to_owned()));
+            }
+            full = target.imports.get(class)?.clone();
+        }
+        None
+    }
+
     pub(super) fn classes_named(
         &self,
         module: &Arc<ModuleFacts>,
@@ -210,11 +229,8 @@ impl<'v> ProjectIndex<'v> {
                 Some((_, rest)) => format!("{path}.{rest}"),
                 None => path.clone(),
             };
-            if let Some((module_path, class)) = full.rsplit_once('.')
-                && let Some(target) = self.module_named(module_path, module)
-                && target.classes.contains_key(class)
-            {
-                return vec![(target, class.to_owned())];
+            if let Some(found) = self.class_at(&full, module) {
+                return vec![found];
             }
             if !self.in_project(&full, module) {
                 // Imported from outside the project (`nn.Module`).

@@ -194,12 +194,16 @@ impl ProjectIndex<'_> {
                 // state they are handed (one layer's compute runs eagerly).
                 let applied =
                     matches!(&call.through, Some(Through::HandedTo(to)) if to.ends_with(".apply"));
-                for target in caller.callees(i) {
+                // `with Cls(...):` runs `Cls.__enter__` before the block and
+                // `Cls.__exit__` after it: steps, never compute.
+                let entered = self.entered_methods(&at, call);
+                let called = caller.callees(i).iter().map(|t| (t, false));
+                for (target, entered) in called.chain(entered.iter().map(|t| (t, true))) {
                     let fact = &target.0.functions[target.1];
                     if !seen.insert((target.0.path.clone(), fact.start)) {
                         continue;
                     }
-                    if !applied && self.runs_compute(target) {
+                    if !applied && !entered && self.runs_compute(target) {
                         if depth < MOST_COMPUTE_DEPTH {
                             let via = via.clone().or_else(|| Some((i, fact.qualname.clone())));
                             let roles = self.roles_at_call(&caller, i, target, &roles, false);
@@ -248,7 +252,8 @@ impl ProjectIndex<'_> {
                     // state elsewhere; compute overlapping communication
                     // orders streams too.
                     if evidence.target == Target::Device
-                        && !self.moves_state_nearby(target, &mapped, &at.0, function, &roles)
+                        && !self
+                            .moves_state_nearby(target, &evidence, &mapped, &at.0, function, &roles)
                     {
                         continue;
                     }
@@ -282,6 +287,7 @@ impl ProjectIndex<'_> {
     fn moves_state_nearby(
         &self,
         step: &FunctionRef,
+        evidence: &crate::analysis::effects::record::Effect,
         mapped: &crate::analysis::effects::record::Summary,
         module: &ModuleFacts,
         function: &crate::analysis::module_facts::FunctionFact,
@@ -302,7 +308,32 @@ impl ProjectIndex<'_> {
         {
             return true;
         }
-        let (file, index) = step;
+        // Where the sign is: the step, or the function its chain ends in
+        // when that lies in another file (a cache's stream, a library's
+        // event), whose own class then answers.
+        let mut owner = step.clone();
+        let mut link = evidence.chain.as_deref();
+        let mut last = None;
+        while let Some(current) = link {
+            last = Some(&current.step);
+            link = current.next.as_deref();
+        }
+        if let Some(last) = last
+            && last.path != step.0.path
+        {
+            let Some(module) = self.load(&last.path) else {
+                return false;
+            };
+            let Some(index) = module
+                .functions
+                .iter()
+                .position(|f| f.qualname == last.qualname && f.line == last.line)
+            else {
+                return false;
+            };
+            owner = (module, index);
+        }
+        let (file, index) = &owner;
         let fact = &file.functions[*index];
         let neighbours: Vec<usize> = match fact.self_class.as_deref() {
             Some(class) => file
@@ -329,6 +360,33 @@ impl ProjectIndex<'_> {
                 .evidence
                 .is_some()
         })
+    }
+
+    /// `__enter__` and `__exit__` of the class a call constructs where the
+    /// function enters what it makes (`with GatheredParameters(ps):`).
+    fn entered_methods(&self, at: &FunctionRef, call: &CallFact) -> Vec<FunctionRef> {
+        let function = &at.0.functions[at.1];
+        if call.through.is_some()
+            || call.opaque
+            || !function
+                .local
+                .call_at(call.start)
+                .is_some_and(|values| values.entered)
+        {
+            return Vec::new();
+        }
+        let Some(class) = call.constructed_class() else {
+            return Vec::new();
+        };
+        self.classes_named(&at.0, &class)
+            .into_iter()
+            .flat_map(|(module, class)| {
+                ["__enter__", "__exit__"]
+                    .into_iter()
+                    .flat_map(|method| self.method_of(&module, &class, method, &mut HashSet::new()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// The function a call of `checkpoint` hands over as its first

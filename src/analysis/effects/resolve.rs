@@ -382,6 +382,15 @@ fn bind(
         }
         None => {}
     }
+    // `with Cls(...):` runs `__enter__` and `__exit__` on the instance the
+    // call makes.
+    if param == 0
+        && callee.is_method
+        && matches!(callee.name.as_str(), "__enter__" | "__exit__")
+        && let Some(class) = call.constructed_class()
+    {
+        return Bound::Vals(Vals::one(Val::returned(call.start, Some(&class))));
+    }
     let class_receiver = match &call.callee {
         Callee::Method {
             receiver: Some(r), ..
