@@ -145,6 +145,7 @@ impl ProjectIndex<'_> {
             }
         }
         self.forward_steps(&mut discovered);
+        self.torch_function_dispatch(&mut discovered);
         discovered
     }
 
@@ -286,7 +287,7 @@ impl ProjectIndex<'_> {
     /// loops over (`for hook in hooks: hook.pre_fwd_exec(module, *args)`):
     /// that method is a hook protocol, whatever class defines it, and every
     /// definition of it in the project is a hook found by use.
-    fn dispatch_of_hook(
+    pub(super) fn dispatch_of_hook(
         &self,
         module: &Arc<ModuleFacts>,
         hook: usize,

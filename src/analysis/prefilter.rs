@@ -409,7 +409,9 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 /// work ([`FORWARD_ROOT_SIGNS`]). The same test with and without the
 /// prefilter, so that it cannot change an answer; a forward in a file with
 /// no such sign is not looked at (a model's forward, which calls only
-/// compute).
+/// compute). A file that defines a tensor subclass's `__torch_function__`
+/// is indexed whatever it spells (a parameter subclass dispatches to hook
+/// objects from there).
 pub fn may_define_forward(text: &str) -> bool {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
@@ -417,8 +419,14 @@ pub fn may_define_forward(text: &str) -> bool {
     static SIGNS: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
         AhoCorasick::new(FORWARD_ROOT_SIGNS).expect("plain literal signs always build")
     });
-    SIGNS.is_match(text) && NEEDLES.scan(text).needed
+    static TORCH_FUNCTION: std::sync::LazyLock<Needles> =
+        std::sync::LazyLock::new(|| Needles::new([Needle::defined(TORCH_FUNCTION_HOOK)]));
+    (SIGNS.is_match(text) && NEEDLES.scan(text).needed) || TORCH_FUNCTION.scan(text).needed
 }
+
+/// A tensor subclass's op hook: torch calls it for every op on its
+/// instances (see `analysis::roots`' parameter-op dispatch).
+pub const TORCH_FUNCTION_HOOK: &str = "__torch_function__";
 
 /// Whether `text` can replace a module's forward as `queries/index.scm`
 /// matches it: `forward` as an attribute assigned to (`.forward =`,
@@ -461,6 +469,7 @@ mod tests {
             "def  forward(self):\n    torch.cuda.current_stream().wait_stream(s)\n",
             "def forward(self):\n    w.to('cuda', non_blocking=True)\n",
             "def forward(self):\n    m._parameters['w'] = w\n",
+            "class P(nn.Parameter):\n    def __torch_function__(cls, f, t, a=()): ...\n",
         ] {
             assert!(super::may_define_forward(text), "{text:?}");
         }
@@ -470,6 +479,7 @@ mod tests {
              def forward(self, x):\n    return x\n",
             "n = sum(p.numel() for p in m.named_parameters())\ndef forward(self, x): ...\n",
             "p.data = q\ndef forward_hook(m): ...\n",
+            "x = torch_function\ndef __torch_function__x(): ...\n",
         ] {
             assert!(!super::may_define_forward(text), "{text:?}");
         }

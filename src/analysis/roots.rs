@@ -26,6 +26,10 @@ use crate::found::{Discovered, Found};
 /// (`forward` -> the function handed to `checkpoint` -> ...).
 const MOST_COMPUTE_DEPTH: usize = 4;
 
+/// How many calls deep from a parameter subclass's `__torch_function__`
+/// hook objects are looked for.
+const MOST_DISPATCH_DEPTH: usize = 3;
+
 /// Methods every `nn.Module` has: `self.to(...)` is no call of a submodule.
 const MODULE_METHODS: &[&str] = &[
     "to",
@@ -135,6 +139,48 @@ impl ProjectIndex<'_> {
         for (found, evidence) in found {
             discovered.absorb_functions(found);
             self.keep_step_evidence(evidence);
+        }
+    }
+
+    /// Hook objects a parameter subclass dispatches to. Torch calls a
+    /// tensor subclass's `__torch_function__` for every op on its
+    /// instances, inside the traced forward; where the subclass is a
+    /// parameter (`nn.Parameter` among its bases), what it calls runs
+    /// around each op on the weight — a parameter-op hook manager looping
+    /// over hook objects (`for hook in hooks: hook.pre_forward(params)`)
+    /// makes that method a hook protocol, found by use (`dispatch`).
+    pub(super) fn torch_function_dispatch(&self, discovered: &mut Discovered) {
+        for module in &self.modules {
+            let mut roots: Vec<usize> = module
+                .classes
+                .iter()
+                .filter(|(name, _)| is_parameter_class(module, name))
+                .flat_map(|(_, class)| class.methods.iter().copied())
+                .filter(|&m| module.functions[m].name == "__torch_function__")
+                .collect();
+            roots.sort_unstable();
+            for root in roots {
+                // Its callees, and theirs, a few calls deep.
+                let mut seen: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
+                let mut pending: Vec<(FunctionRef, usize)> = vec![((Arc::clone(module), root), 0)];
+                while let Some((at, depth)) = pending.pop() {
+                    if depth > 0 {
+                        self.dispatch_of_hook(&at.0, at.1, discovered);
+                    }
+                    if depth == MOST_DISPATCH_DEPTH {
+                        continue;
+                    }
+                    let caller = self.caller(&at);
+                    for i in 0..at.0.functions[at.1].calls.len() {
+                        for target in caller.callees(i) {
+                            let key = (target.0.path.clone(), target.0.functions[target.1].start);
+                            if seen.insert(key) {
+                                pending.push((target.clone(), depth + 1));
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -480,6 +526,30 @@ fn defines_method(module: &ModuleFacts, class: &str, method: &str) -> bool {
                 .iter()
                 .map(|b| b.rsplit('.').next().unwrap_or(b)),
         );
+    }
+    false
+}
+
+/// Whether `class` of `module` is a parameter: `nn.Parameter` (any
+/// spelling ending in `Parameter`) among its bases, here or through a base
+/// class of the same module.
+fn is_parameter_class(module: &ModuleFacts, class: &str) -> bool {
+    let mut pending = vec![class];
+    let mut seen: HashSet<&str> = HashSet::new();
+    while let Some(name) = pending.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(facts) = module.classes.get(name) else {
+            continue;
+        };
+        for base in &facts.bases {
+            let last = base.rsplit('.').next().unwrap_or(base);
+            if last == "Parameter" {
+                return true;
+            }
+            pending.push(last);
+        }
     }
     false
 }
