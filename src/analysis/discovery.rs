@@ -300,8 +300,27 @@ impl ProjectIndex<'_> {
             &function.parameters,
             function.is_method && !function.static_method,
         );
-        let Some(module_param) = roles.iter().position(|r| *r == Role::Module) else {
-            return;
+        // A custom autograd Function's `forward`/`backward`: torch passes
+        // its `ctx` first, and what `forward` saved there (`ctx.params`) is
+        // what the dispatch hands on.
+        let autograd_ctx = function.static_method
+            && matches!(function.name.as_str(), "forward" | "backward")
+            && function
+                .self_class
+                .as_ref()
+                .and_then(|c| module.classes.get(c))
+                .is_some_and(|c| {
+                    c.bases
+                        .iter()
+                        .any(|b| b.rsplit('.').next() == Some("Function"))
+                });
+        let module_param = if autograd_ctx && !function.parameters.is_empty() {
+            0
+        } else {
+            let Some(module_param) = roles.iter().position(|r| *r == Role::Module) else {
+                return;
+            };
+            module_param
         };
         let module_name = &function.parameters[module_param];
         for call in &function.calls {
@@ -320,12 +339,12 @@ impl ProjectIndex<'_> {
             {
                 continue;
             }
-            let hands_the_module =
-                function.local.call_at(call.start).is_some_and(|values| {
-                    values.positional.iter().flat_map(|v| v.iter()).any(|val| {
-                        val.root == Root::Param(module_param as u16) && val.attr.is_none()
-                    })
-                });
+            let hands_the_module = function.local.call_at(call.start).is_some_and(|values| {
+                values.positional.iter().flat_map(|v| v.iter()).any(|val| {
+                    val.root == Root::Param(module_param as u16)
+                        && (val.attr.is_none() || autograd_ctx)
+                })
+            });
             // A method of objects (not a module's function): resolved to
             // methods of classes, or not at all (the objects come from
             // elsewhere); each class's method of that name is a hook.
