@@ -107,7 +107,7 @@ pub fn run(
         return Ok(exit::ERROR);
     }
 
-    let mut written = 0;
+    let mut written = Written::default();
     if writes {
         // A signal from here on lets the file being written finish.
         if !interrupt::begin_writes() {
@@ -200,7 +200,8 @@ pub fn run(
         writeln!(
             stderr,
             "{}",
-            render::summary(&analysis, settings.mode, written)
+            // Files that hold hooks: a helper module created is none.
+            render::summary(&analysis, settings.mode, written.sources)
         )?;
     }
 
@@ -213,7 +214,8 @@ pub fn run(
                 .count();
         writeln!(
             stderr,
-            "hookfence: interrupted: {written} of {planned} files written, every other file left unchanged"
+            "hookfence: interrupted: {} of {planned} files written, every other file left unchanged",
+            written.helpers + written.sources
         )?;
         return Ok(interrupt::EXIT_CODE);
     }
@@ -231,10 +233,19 @@ pub fn run(
     })
 }
 
+/// How many files a run wrote.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Written {
+    /// The wrap strategy's helper modules created.
+    pub helpers: usize,
+    /// The sources rewritten: the files that hold the hooks.
+    pub sources: usize,
+}
+
 /// Writes the helpers, then every rewritten file, each atomically; returns
 /// how many files were written and records failures as errors.
-pub(crate) fn write_all(analysis: &mut Analysis) -> usize {
-    let mut written = 0;
+pub(crate) fn write_all(analysis: &mut Analysis) -> Written {
+    let mut written = Written::default();
     let mut write_errors = Vec::new();
     // Helpers first: a file is rewritten to import its helper only once
     // the helper exists.
@@ -244,7 +255,7 @@ pub(crate) fn write_all(analysis: &mut Analysis) -> usize {
             break;
         }
         match write::create_new(&created.path, created.text.as_bytes()) {
-            Ok(()) => written += 1,
+            Ok(()) => written.helpers += 1,
             Err(err) => {
                 missing_helpers.push(created.path.clone());
                 write_errors.push(err);
@@ -272,7 +283,7 @@ pub(crate) fn write_all(analysis: &mut Analysis) -> usize {
             continue;
         }
         match write::write_atomic(&file.path, &file.source.raw, &file.source.encode(text)) {
-            Ok(()) => written += 1,
+            Ok(()) => written.sources += 1,
             Err(err) => write_errors.push(err),
         }
     }

@@ -1347,6 +1347,26 @@ fn wrap_project() -> Project {
 }
 
 #[test]
+fn the_summary_counts_the_files_that_hold_hooks_not_the_helper_created() {
+    // Two hook files; the wrap strategy also creates `pkg/_no_compile.py`,
+    // which holds no hook: the dry run and --apply name the same files.
+    let p = wrap_project();
+    let dry = p.run(&["--strategy", "wrap", "pkg"]);
+    dry.expect_code(0);
+    assert!(
+        dry.stderr.contains("Would fence 2 hooks in 2 files"),
+        "{dry}"
+    );
+    let apply = p.run(&["--apply", "--strategy", "wrap", "pkg"]);
+    apply.expect_code(0);
+    assert!(
+        apply.stderr.contains("Fenced 2 hooks in 2 files"),
+        "{apply}"
+    );
+    assert!(p.root().join("pkg/_no_compile.py").is_file());
+}
+
+#[test]
 fn wrap_creates_one_helper_and_imports_it_the_packages_way() {
     let p = wrap_project();
     let dry = p.run(&["-q", "--strategy", "wrap", "pkg"]);
