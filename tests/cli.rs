@@ -1347,6 +1347,34 @@ fn wrap_project() -> Project {
 }
 
 #[test]
+fn a_registered_lambda_keeps_its_name_once_fenced() {
+    // `--list` names the lambda by its qualname before the fence and after
+    // it, with either strategy, never by the text of the wrapping call.
+    for strategy in ["decorate", "wrap"] {
+        let p = Project::new(&[
+            ("pkg/__init__.py", b""),
+            (
+                "pkg/model.py",
+                b"def enable(model):\n    model.register_forward_hook(lambda m, a, out: m.to(\"cpu\", non_blocking=True) and out)\n",
+            ),
+        ]);
+        let name = |run: &Run| -> Vec<String> {
+            run.stdout_str()
+                .lines()
+                .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_owned())
+                .collect()
+        };
+        let before = p.run(&["--list", "pkg"]);
+        p.run(&["-q", "--apply", "--strategy", strategy, "pkg"])
+            .expect_code(0);
+        let after = p.run(&["--list", "pkg"]);
+        assert_eq!(name(&before), vec!["enable.<locals>.<lambda>"], "{before}");
+        assert_eq!(name(&after), name(&before), "{strategy}: {after}");
+        assert!(after.stdout_str().contains("  fenced  "), "{after}");
+    }
+}
+
+#[test]
 fn the_summary_counts_the_files_that_hold_hooks_not_the_helper_created() {
     // Two hook files; the wrap strategy also creates `pkg/_no_compile.py`,
     // which holds no hook: the dry run and --apply name the same files.

@@ -261,7 +261,18 @@ pub fn analyze_with(
                 Resolved::FencedInPlace(expression, spelling) => {
                     let mut candidate =
                         lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
-                    candidate.qualname = strip_space(text_of(expression, text));
+                    // Named as the lambda it wraps was named before the
+                    // fence: one site, one name, fenced or not.
+                    let wrapped = expression
+                        .child_by_field_name("arguments")
+                        .and_then(|a| a.named_child(0))
+                        .filter(|n| n.kind() == "lambda");
+                    candidate.qualname = match wrapped {
+                        Some(lambda) => {
+                            lambda_candidate(&ctx, lambda, FenceState::Unfenced).qualname
+                        }
+                        None => strip_space(text_of(expression, text)),
+                    };
                     candidate.note_registration(at, backward.clone());
                     candidates
                         .entry(expression.start_byte())
