@@ -5,7 +5,7 @@
 //! activations, which dynamo traces as ordinary compute.
 
 use crate::analysis::effects::local::{Acts, Kind, LocalFacts};
-use crate::analysis::effects::summary::{Effect, Summary, Target};
+use crate::analysis::effects::record::{Effect, Summary, Target};
 use crate::analysis::module_facts::{FunctionFact, ModuleFacts};
 use crate::analysis::reached::Step;
 
