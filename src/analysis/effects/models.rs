@@ -198,6 +198,16 @@ pub fn state_attribute(name: &str) -> bool {
     )
 }
 
+/// Attributes torch's `Tensor` defines that are tensors themselves (a
+/// view, the storage, the gradient): any other attribute read of a tensor is
+/// a Python object the code attached to it (`p._shard`, `p.holder`).
+pub fn tensor_attribute(name: &str) -> bool {
+    matches!(
+        name,
+        "data" | "T" | "mT" | "H" | "mH" | "real" | "imag" | "grad" | "_base"
+    )
+}
+
 /// Attributes that describe a tensor and are no tensor themselves.
 pub fn meta_attribute(name: &str) -> bool {
     matches!(

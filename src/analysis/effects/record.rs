@@ -97,6 +97,10 @@ impl Effect {
 pub struct Summary {
     pub effects: Vec<Effect>,
     pub returns: Vec<Target>,
+    /// What it returns is new storage (`torch.empty(0, ...)`, or what a
+    /// callee that does so returns): stored into `p.data`, it frees or
+    /// allocates that weight's storage.
+    pub returns_storage: bool,
     /// It (or a function it calls directly) reads a clock, a timer or
     /// memory statistics: a sync next to that measures.
     pub measures: bool,
@@ -130,6 +134,7 @@ impl Summary {
         Summary {
             effects,
             returns: Vec::new(),
+            returns_storage: false,
             measures: false,
             discounts: Vec::new(),
         }

@@ -194,6 +194,16 @@ impl ProjectIndex<'_> {
         let (module, function) = (resolver.module, resolver.function);
         let mut effects: Vec<Effect> = Vec::new();
         let mut discounts: Vec<String> = Vec::new();
+        // The call starting at `start` hands back new storage.
+        let storage_returned_at = |start: usize| {
+            function
+                .calls
+                .iter()
+                .zip(node.callees.iter())
+                .filter(|(call, _)| call.start == start && call.through.is_none())
+                .flat_map(|(_, callees)| callees.iter())
+                .any(|callee| summary_of(callee).is_some_and(|s| s.returns_storage))
+        };
         for local in &function.local.effects {
             if local.discount.is_some() {
                 continue;
@@ -201,6 +211,30 @@ impl ProjectIndex<'_> {
             // New storage a call returned: an effect only where the call
             // hands back storage held somewhere (not a value it computes).
             if let Some(start) = local.source {
+                if storage_returned_at(start) {
+                    if let Some(val) = &local.on {
+                        for target in resolver.targets(val, 0) {
+                            effects.push(Effect {
+                                kind: crate::analysis::effects::local::Kind::Storage,
+                                target,
+                                detail: format!(
+                                    "frees or allocates the storage of {} with the new storage a call returns",
+                                    local
+                                        .detail
+                                        .strip_prefix("points at other storage: ")
+                                        .unwrap_or(&local.detail)
+                                ),
+                                via: val.via.clone(),
+                                path: module.path.clone(),
+                                line: local.line,
+                                chain: None,
+                                length: 0,
+                                acts: local.acts,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 let source = resolver.targets(
                     &crate::analysis::effects::value::Val::returned(start, None),
                     0,
@@ -284,6 +318,13 @@ impl ProjectIndex<'_> {
         returns.sort();
         let mut summary = Summary::from_effects(effects);
         summary.returns = returns;
+        summary.returns_storage = function.local.returns_storage
+            || function.local.returns.iter().any(|val| match val.root {
+                crate::analysis::effects::value::Root::Returned(start) => {
+                    storage_returned_at(start)
+                }
+                _ => false,
+            });
         summary.measures = function.local.measures || measures;
         discounts.truncate(4);
         summary.discounts = discounts;

@@ -229,6 +229,20 @@ impl<'t> Walker<'_, 't> {
 
     /// A call: its arguments' values recorded, its effect (through the
     /// models) noted, and its value. `statement`: its value is dropped.
+    /// `x.attr` where `x` is a tensor and `attr` no attribute torch's
+    /// `Tensor` defines: a Python object the code attached to the tensor.
+    fn attached_to_tensor(&self, receiver: Node<'t>) -> bool {
+        receiver.kind() == "attribute"
+            && receiver
+                .child_by_field_name("attribute")
+                .map(|a| text_of(a, self.text))
+                .is_some_and(|attr| {
+                    !models::tensor_attribute(attr)
+                        && !models::state_attribute(attr)
+                        && !models::meta_attribute(attr)
+                })
+    }
+
     pub(super) fn call(&mut self, node: Node<'t>, statement: bool) -> Vals {
         let text = self.text;
         let Some(function) = node.child_by_field_name("function") else {
@@ -361,6 +375,15 @@ impl<'t> Walker<'_, 't> {
                             method.as_str(),
                             "get" | "pop" | "setdefault" | "__getitem__"
                         ) {
+                            receiver
+                        } else if !receiver.0.is_empty()
+                            && receiver.iter().all(|v| v.shape == Shape::Tensor)
+                            && receiver_node.is_some_and(|r| self.attached_to_tensor(r))
+                            && receiver.iter().all(|v| !v.is_fresh())
+                        {
+                            // A method of an object attached to a weight
+                            // (`p.holder.payload()`): what it hands back is
+                            // held there, storage of that weight's own.
                             receiver
                         } else if !receiver.0.is_empty()
                             && receiver.iter().all(|v| v.shape == Shape::Tensor)

@@ -162,6 +162,8 @@ pub struct LocalFacts {
     pub locals: Vec<(Box<str>, Vals)>,
     /// What its `return` statements (a lambda's body) hand back.
     pub returns: Vals,
+    /// A `return` hands back new storage (`torch.empty(0, ...)`).
+    pub returns_storage: bool,
     /// Its body yields: calling it runs none of it (a generator, or the
     /// function under `@contextmanager`); only iterating or entering the
     /// result does.
@@ -212,9 +214,11 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         facts: LocalFacts::default(),
         depth: 0,
         timing: None,
+        storage_held: Vec::new(),
     };
     if let Some(body) = function.child_by_field_name("body") {
         if function.kind() == "lambda" {
+            walker.facts.returns_storage = allocates_storage(body, text);
             let vals = walker.eval(body);
             walker.facts.returns.extend(vals);
         } else {
@@ -255,6 +259,9 @@ struct Walker<'a, 't> {
     /// Whether the function times itself or reads memory statistics (asked
     /// once, when a sync is met).
     timing: Option<Option<&'static str>>,
+    /// Names given new storage here (`buf = torch.empty(0)`,
+    /// `CACHE[key] = torch.empty(0)`): returning them returns that storage.
+    storage_held: Vec<String>,
 }
 
 impl<'t> Walker<'_, 't> {
@@ -340,6 +347,9 @@ impl<'t> Walker<'_, 't> {
             }
             "return_statement" => {
                 if let Some(value) = node.named_child(0) {
+                    self.facts.returns_storage |= allocates_storage(value, self.text)
+                        || held_name(value, self.text)
+                            .is_some_and(|name| self.storage_held.iter().any(|h| h == name));
                     let vals = self.eval(value);
                     self.facts.returns.extend(vals);
                 }
@@ -499,6 +509,13 @@ impl<'t> Walker<'_, 't> {
         let Some(right) = node.child_by_field_name("right") else {
             return;
         };
+        if allocates_storage(right, self.text)
+            && let Some(name) = node
+                .child_by_field_name("left")
+                .and_then(|l| held_name(l, self.text))
+        {
+            self.storage_held.push(name.to_owned());
+        }
         let vals = if right.kind() == "assignment" {
             self.assignment(right);
             right
@@ -638,6 +655,19 @@ pub(super) fn move_words(copied: Copied) -> (Kind, &'static str) {
 }
 
 /// Whether `node` is a call of a storage factory (`torch.empty(0)`).
+/// The name a place or a value is held under: `buf`, `CACHE` of
+/// `CACHE[key]`.
+fn held_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
+    match node.kind() {
+        "identifier" => Some(text_of(node, text)),
+        "subscript" => node
+            .child_by_field_name("value")
+            .filter(|v| v.kind() == "identifier")
+            .map(|v| text_of(v, text)),
+        _ => None,
+    }
+}
+
 pub(super) fn allocates_storage(node: Node<'_>, text: &str) -> bool {
     node.kind() == "call"
         && node
