@@ -16,7 +16,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::analysis::effects::judge::{Role, forward_roles, judge_with};
+use crate::analysis::effects::local::Kind;
 use crate::analysis::effects::record::Target;
+use crate::analysis::effects::value::Root;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::reached::Through;
@@ -249,6 +251,31 @@ impl ProjectIndex<'_> {
                     if !seen.insert((target.0.path.clone(), fact.start)) {
                         continue;
                     }
+                    // Its `backward` runs when autograd reaches the
+                    // Function's output, in the graph of that forward.
+                    if applied
+                        && let Some((backward, evidence)) =
+                            self.applied_backward(&caller, i, target, &roles)
+                        && seen.insert((
+                            backward.0.path.clone(),
+                            backward.0.functions[backward.1].start,
+                        ))
+                    {
+                        evidence_found.push((
+                            (
+                                crate::found::identity(&backward.0.path),
+                                backward.0.functions[backward.1].start,
+                            ),
+                            evidence,
+                        ));
+                        let found = match &via {
+                            Some((first, name)) => {
+                                why(&module.functions[root].calls[*first], Some(name))
+                            }
+                            None => why(call, None),
+                        };
+                        discovered.add_function(&backward.0, backward.1, &found);
+                    }
                     if !applied && !entered && self.runs_compute(target) {
                         if depth < MOST_COMPUTE_DEPTH {
                             let via = via.clone().or_else(|| Some((i, fact.qualname.clone())));
@@ -323,6 +350,84 @@ impl ProjectIndex<'_> {
                 }
             }
         }
+    }
+
+    /// The `backward` of the custom autograd Function whose `forward` is
+    /// applied at `caller`'s call `call`, with its evidence, where it acts
+    /// on what its `ctx` holds and the forward is handed module state to
+    /// keep there (`ctx.model = model`): the weight work of that backward
+    /// runs in the graph of the forward that applied it. What it does to
+    /// the gradients it is handed is compute.
+    fn applied_backward(
+        &self,
+        caller: &crate::analysis::effects::summary::Caller,
+        call: usize,
+        forward: &FunctionRef,
+        roles: &[Role],
+    ) -> Option<(FunctionRef, crate::analysis::effects::record::Effect)> {
+        let fact = &forward.0.functions[forward.1];
+        if fact.name != "forward" {
+            return None;
+        }
+        let class = forward.0.classes.get(fact.self_class.as_ref()?)?;
+        let backward = class.methods.iter().copied().find(|&m| {
+            let method = &forward.0.functions[m];
+            method.name == "backward" && method.fenced.is_none()
+        })?;
+        let handed = self.roles_at_call(caller, call, forward, roles, false);
+        if !handed
+            .iter()
+            .skip(1)
+            .any(|r| matches!(r, Role::Module | Role::State | Role::SelfObject))
+        {
+            return None;
+        }
+        // The attributes of `ctx` the forward gives module state it is
+        // handed (`ctx.model = model`).
+        let held_attrs: Vec<&str> = fact
+            .local
+            .first_param_stores
+            .iter()
+            .filter(|(_, vals)| {
+                vals.iter().any(|v| match v.root {
+                    Root::Param(j) if j > 0 => matches!(
+                        handed.get(j as usize),
+                        Some(Role::Module | Role::State | Role::SelfObject)
+                    ),
+                    _ => false,
+                })
+            })
+            .map(|(attr, _)| &**attr)
+            .collect();
+        if held_attrs.is_empty() {
+            return None;
+        }
+        let backward = (Arc::clone(&forward.0), backward);
+        let summary = self.summary(&backward);
+        let held = crate::analysis::effects::record::Summary {
+            effects: summary
+                .effects
+                .iter()
+                .filter(|e| {
+                    matches!(&e.target, Target::Param { index: 0, attr: Some(attr), .. }
+                        if held_attrs.contains(&&**attr))
+                })
+                // Ordering streams or waiting alone is no weight work of
+                // its own there: what it orders may be the gradients.
+                .filter(|e| !matches!(e.kind, Kind::Stream | Kind::Sync | Kind::Wait | Kind::Rng))
+                .cloned()
+                .collect(),
+            measures: summary.measures,
+            ..Default::default()
+        };
+        if held.effects.is_empty() {
+            return None;
+        }
+        let backward_fact = &backward.0.functions[backward.1];
+        let mut ctx_roles = vec![Role::Module];
+        ctx_roles.resize(backward_fact.parameters.len().max(1), Role::Activation);
+        let evidence = judge_with(&held, &backward.0, backward_fact, &ctx_roles).evidence?;
+        Some((backward, evidence))
     }
 
     /// Whether a step whose evidence only orders streams or waits for the

@@ -162,6 +162,10 @@ pub struct LocalFacts {
     pub locals: Vec<(Box<str>, Vals)>,
     /// What its `return` statements (a lambda's body) hand back.
     pub returns: Vals,
+    /// `ctx.<attr> = ...` where `ctx` is the first parameter of a function
+    /// that is no method (a custom autograd Function's `forward` saving
+    /// what its `backward` reads): what each attribute was given.
+    pub first_param_stores: Vec<(Box<str>, Vals)>,
     /// A `return` hands back new storage (`torch.empty(0, ...)`).
     pub returns_storage: bool,
     /// Its body yields: calling it runs none of it (a generator, or the

@@ -8,6 +8,9 @@ use crate::analysis::effects::models::{self};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
+/// Most `ctx.<attr> = ...` stores kept for one function.
+const MOST_FIRST_PARAM_STORES: usize = 32;
+
 impl<'t> Walker<'_, 't> {
     /// Binds `vals` to a target: a name, a pattern, or a place
     /// (`obj.attr`, `obj[k]`), where storing may be an effect.
@@ -48,6 +51,18 @@ impl<'t> Walker<'_, 't> {
                     .map_or("", |a| text_of(a, self.text))
                     .to_owned();
                 let objects = self.eval(object);
+                if !self.context.method
+                    && object.kind() == "identifier"
+                    && !objects.0.is_empty()
+                    && objects
+                        .iter()
+                        .all(|o| o.root == Root::Param(0) && o.attr.is_none())
+                    && self.facts.first_param_stores.len() < MOST_FIRST_PARAM_STORES
+                {
+                    self.facts
+                        .first_param_stores
+                        .push((attr.as_str().into(), vals.clone()));
+                }
                 if let Some(attr_of_self) = self.self_attribute(left) {
                     self.self_store(attr_of_self, &vals);
                 }
