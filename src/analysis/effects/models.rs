@@ -31,6 +31,9 @@ pub enum FunctionModel {
     /// Wraps a tensor as a parameter, the same storage
     /// (`torch.nn.Parameter(t)`).
     Parameter,
+    /// Exchanges the contents of its two tensors, storage included
+    /// (`torch.utils.swap_tensors(p, new)`).
+    SwapTensors,
 }
 
 /// The collectives of `torch.distributed` that move tensors between ranks.
@@ -118,6 +121,9 @@ pub fn function_model(path: &str) -> Option<FunctionModel> {
             Some(FunctionModel::Rng)
         }
         "torch" if FACTORIES.contains(&name) => Some(FunctionModel::Factory),
+        "torch.utils" | "torch.utils._python_dispatch" if name == "swap_tensors" => {
+            Some(FunctionModel::SwapTensors)
+        }
         "torch.nn" | "torch.nn.parameter" | "torch.nn.Parameter" if name == "Parameter" => {
             Some(FunctionModel::Parameter)
         }
@@ -161,6 +167,12 @@ pub enum MethodModel {
     Rng,
     /// Items of a container as they are (`values()`, `items()`, `detach()`).
     Same,
+    /// Copies a state dict's tensors into a module's parameters and
+    /// buffers, or makes them the module's (`load_state_dict(sd)`).
+    LoadState,
+    /// Replaces every parameter and buffer of a module by what a function
+    /// makes of it (`module._apply(fn)`, what `.to()` runs).
+    ApplyToTensors,
 }
 
 /// The model of the method `name` called with `positional` positional
@@ -184,6 +196,8 @@ pub fn method_model(name: &str, positional: usize) -> Option<MethodModel> {
         "wait" if positional == 0 => MethodModel::Wait,
         "unshard" | "reshard" if positional == 0 => MethodModel::Shard,
         "manual_seed" | "set_rng_state" | "set_state" | "fork_rng" => MethodModel::Rng,
+        "load_state_dict" if positional >= 1 => MethodModel::LoadState,
+        "_apply" if positional >= 1 => MethodModel::ApplyToTensors,
         "values" | "items" | "detach" | "view" | "contiguous" | "flatten" | "narrow" | "chunk"
         | "split" | "unbind" | "view_as" | "reshape" | "t" => MethodModel::Same,
         _ => return None,

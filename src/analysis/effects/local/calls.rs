@@ -112,6 +112,27 @@ impl<'t> Walker<'_, 't> {
                 Vals::meta()
             }
             FunctionModel::Factory => Vals::fresh(),
+            FunctionModel::SwapTensors => {
+                // Both are changed; the first named, the second where the
+                // first is made here.
+                let mut named = false;
+                for (vals, argument) in values.positional.iter().zip(argument_nodes).take(2) {
+                    if named {
+                        break;
+                    }
+                    let spelled = self.spelled(*argument);
+                    for val in vals.0.iter().filter(|v| !v.is_fresh()).cloned() {
+                        named = true;
+                        self.effect(
+                            Kind::Swap,
+                            node,
+                            format!("swaps the contents of `{spelled}` via {short}(...)"),
+                            Some(val),
+                        );
+                    }
+                }
+                Vals::meta()
+            }
             FunctionModel::Parameter => values
                 .positional
                 .first()
@@ -319,6 +340,36 @@ impl<'t> Walker<'_, 't> {
                 Vals::meta()
             }
             MethodModel::Same => receiver,
+            MethodModel::LoadState | MethodModel::ApplyToTensors => {
+                // A module's (an object's) tensors rewritten in place; a
+                // tensor has no such method.
+                for val in receiver.0.clone() {
+                    if val.shape != Shape::Object {
+                        continue;
+                    }
+                    // A module a call made (a loader building a model):
+                    // loading it is no work on the module state a hook
+                    // runs for.
+                    if model == MethodModel::LoadState
+                        && matches!(val.root, Root::Returned(_) | Root::Unknown | Root::Fresh)
+                    {
+                        continue;
+                    }
+                    let (kind, what) = if model == MethodModel::LoadState {
+                        (Kind::CopyIn, "loads a state dict into")
+                    } else {
+                        (Kind::Move, "replaces every tensor of")
+                    };
+                    self.effect(
+                        kind,
+                        node,
+                        format!("{what} `{spelled}` via .{method}(...)"),
+                        Some(val),
+                    );
+                    self.acts_on_object();
+                }
+                Vals::meta()
+            }
         }
     }
 
