@@ -220,6 +220,14 @@ pub(super) fn resolve_name<'t>(
                     ))),
                 }
             }
+            BindingKind::LoopTarget
+                if let Some((site, items)) = node.and_then(|n| loop_items(ctx, n, name)) =>
+            {
+                // `for hook in (pre, post):` binds each item in turn.
+                for item in items {
+                    resolved.extend(resolve_hook(ctx, item, site, depth + 1));
+                }
+            }
             BindingKind::Import { path } => resolved.push(Resolved::Unresolved(format!(
                 "`{name}` is imported from `{path}`"
             ))),
@@ -252,6 +260,68 @@ pub(super) fn resolve_name<'t>(
         })
     });
     resolved
+}
+
+/// The items a loop binds to `name` (its target `target`, the whole
+/// target): the elements of a list, tuple or set written out as the
+/// iterable, or assigned once to the name iterated over; with the loop, the
+/// site they are looked up from. `None` when the items are not written out.
+fn loop_items<'t>(
+    ctx: &FileContext<'t>,
+    target: Node<'t>,
+    name: &str,
+) -> Option<(Node<'t>, Vec<Node<'t>>)> {
+    let text = ctx.text;
+    let parent = target.parent()?;
+    if !matches!(parent.kind(), "for_statement" | "for_in_clause")
+        || parent.child_by_field_name("left") != Some(target)
+        || target.kind() != "identifier"
+        || text_of(target, text) != name
+    {
+        return None;
+    }
+    let mut iterable = parent.child_by_field_name("right")?;
+    if iterable.kind() == "identifier" {
+        // `hooks = [pre, post]` once, then `for hook in hooks:`.
+        let iterated = text_of(iterable, text);
+        let model = &ctx.model;
+        let found = model.possible_bindings(iterated, model.scope_of(parent), parent.start_byte());
+        let [id] = found.bindings.as_slice() else {
+            return None;
+        };
+        let binding = model.binding(*id);
+        if found.maybe_unbound || binding.kind != BindingKind::Assignment {
+            return None;
+        }
+        let assignment = ctx
+            .names
+            .root
+            .descendant_for_byte_range(binding.node.start, binding.node.end)
+            .and_then(|n| {
+                std::iter::successors(Some(n), |n| n.parent())
+                    .find(|n| n.kind() == "assignment" && n.byte_range() == binding.node)
+            })?;
+        let left = assignment.child_by_field_name("left")?;
+        if left.kind() != "identifier" || text_of(left, text) != iterated {
+            return None;
+        }
+        iterable = assignment.child_by_field_name("right")?;
+    }
+    while iterable.kind() == "parenthesized_expression" {
+        iterable = iterable.named_child(0)?;
+    }
+    if !matches!(iterable.kind(), "list" | "tuple" | "set") {
+        return None;
+    }
+    let mut cursor = iterable.walk();
+    let items: Vec<Node<'t>> = iterable
+        .named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect();
+    if items.iter().any(|n| n.kind().ends_with("splat")) {
+        return None;
+    }
+    Some((parent, items))
 }
 
 /// Whether a binding gives the name a value that may be a hook.
