@@ -57,6 +57,51 @@
   (#eq? @index.fwd_setattr "setattr")
   (#eq? @index.fwd_name "forward")) @index.fwd
 
+; A class swapped in under a live object (`x.__class__ = C`,
+; `setattr(x, "__class__", C)`): attribute reads and `forward` then run
+; through the functions `C` defines or its namespace holds.
+;
+;   @index.swap        the assignment or setattr call
+;   @index.swap_value  the class installed (a name, or a `type(...)` call)
+(assignment
+  left: (attribute
+    attribute: (identifier) @index.swap_attr)
+  right: (_) @index.swap_value
+  (#eq? @index.swap_attr "__class__")) @index.swap
+
+(call
+  function: (identifier) @index.swap_setattr
+  arguments: (argument_list
+    .
+    (_)
+    .
+    (string (string_content) @index.swap_name)
+    .
+    (_) @index.swap_value)
+  (#eq? @index.swap_setattr "setattr")
+  (#eq? @index.swap_name "__class__")) @index.swap
+
+; A class made by `type(name, bases, {...})` whose namespace puts a function
+; where attribute reads (`__getattr__`, `__getattribute__`) or the forward
+; run.
+;
+;   @index.ns_slot   the key
+;   @index.ns_value  the function put there
+(call
+  function: (identifier) @index.ns_type
+  arguments: (argument_list
+    .
+    (_)
+    .
+    (_)
+    .
+    (dictionary
+      (pair
+        key: (string (string_content) @index.ns_slot)
+        value: (_) @index.ns_value)))
+  (#eq? @index.ns_type "type")
+  (#any-of? @index.ns_slot "__getattr__" "__getattribute__" "forward")) @index.ns
+
 ; `saved = m.forward`: the name the original forward is kept under.
 ;   @index.saved  the name
 (assignment

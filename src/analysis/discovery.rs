@@ -144,6 +144,7 @@ impl ProjectIndex<'_> {
                 }
             }
         }
+        self.swapped_class_roots(&mut discovered);
         self.forward_steps(&mut discovered);
         self.torch_function_dispatch(&mut discovered);
         discovered

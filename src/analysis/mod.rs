@@ -27,6 +27,8 @@
 //! - [`module_names`]: Python's names for files (modules, packages, roots);
 //! - [`function_facts`]: one function's facts (calls, returns, decorators,
 //!   its own effects);
+//! - [`installs`]: what a module installs on modules at run time (forward
+//!   replacements, swapped classes, registrations);
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
 //!   with modules read on demand;
@@ -46,6 +48,7 @@ pub mod fences;
 pub mod file_facts;
 pub mod function_facts;
 pub mod hook_values;
+pub mod installs;
 pub mod matcher;
 pub mod module_cache;
 pub mod module_facts;

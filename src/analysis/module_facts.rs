@@ -24,31 +24,7 @@ use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
 
-/// `m.forward = value` (or `setattr(m, "forward", value)`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForwardReplacement {
-    pub line: usize,
-    /// The module whose forward is replaced, as written (`module`, `m.__class__`).
-    pub target: String,
-    pub value: Value,
-    /// The function the assignment stands in, if any.
-    pub scope: Option<usize>,
-}
-
-/// A call that registers a hook with torch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Registration {
-    /// Where the call starts (as the matcher reports an unresolved one).
-    pub line: usize,
-    pub column: usize,
-    pub value: Value,
-    /// The function the call stands in, if any.
-    pub scope: Option<usize>,
-    /// The registrar's name (`register_forward_pre_hook`).
-    pub registrar: String,
-    /// A backward registrar (`register_full_backward_hook`).
-    pub backward: bool,
-}
+pub use crate::analysis::installs::{ForwardReplacement, Registration, SwappedClass};
 
 /// One class of a module.
 #[derive(Debug, Clone, Default)]
@@ -94,6 +70,7 @@ pub struct ModuleFacts {
     /// The modules of its `from a.b import *` (absolute).
     pub star_imports: Vec<String>,
     pub forward_replacements: Vec<ForwardReplacement>,
+    pub swapped_classes: Vec<SwappedClass>,
     pub registrations: Vec<Registration>,
     /// `name = value` at module level.
     pub assigned: Vec<(String, Value)>,
@@ -163,6 +140,7 @@ impl ModuleFacts {
         let mut attributes = Vec::new();
         let mut replacements = Vec::new();
         let mut saved = Vec::new();
+        let mut swaps: Vec<(Node<'_>, &str, Node<'_>)> = Vec::new();
         let mut returned = Vec::new();
         let mut assigned = Vec::new();
         let mut self_attributes = Vec::new();
@@ -190,6 +168,16 @@ impl ModuleFacts {
                 capture(captures, q.fwd_value),
             ) {
                 replacements.push((fwd, target, value));
+            } else if let (Some(swap), Some(value)) =
+                (capture(captures, q.swap), capture(captures, q.swap_value))
+            {
+                swaps.push((swap, "", value));
+            } else if let (Some(ns), Some(slot), Some(value)) = (
+                capture(captures, q.ns),
+                capture(captures, q.ns_slot),
+                capture(captures, q.ns_value),
+            ) {
+                swaps.push((ns, text_of(slot, text), value));
             } else if let Some(name) = capture(captures, q.saved) {
                 saved.push(name);
             } else if let Some(value) = capture(captures, q.returned) {
@@ -485,6 +473,20 @@ impl ModuleFacts {
                 scope: owner_of(fwd),
             });
         }
+        for (statement, slot, value) in swaps {
+            let value = as_bound_at(
+                value_of(value, text, &by_start),
+                &facts.imports,
+                &scope_model,
+                value.start_byte(),
+            );
+            facts.swapped_classes.push(SwappedClass {
+                line: statement.start_position().row + 1,
+                slot: slot.to_owned(),
+                value,
+                scope: owner_of(statement),
+            });
+        }
         for name in saved {
             if let Some(owner) = owner_of(name) {
                 facts.functions[owner]
@@ -723,6 +725,37 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_class_swap_is_told_from_its_text() {
+        let swaps = |text: &str| {
+            let tree = crate::parse::parse(text).unwrap();
+            let facts = ModuleFacts::build(
+                Path::new("m.py"),
+                tree.root_node(),
+                text,
+                &Vocabulary::default(),
+                None,
+            );
+            facts.swapped_classes.len()
+        };
+        for (text, found) in [
+            ("m.__class__ = Lazy\n", 1),
+            ("setattr(m, '__class__', Lazy)\n", 1),
+            // The swap, and the function its namespace holds.
+            ("m.__class__ = type('L', (C,), {'__getattr__': f})\n", 2),
+        ] {
+            assert!(crate::analysis::prefilter::may_swap_class(text), "{text:?}");
+            assert_eq!(swaps(text), found, "{text:?}");
+        }
+        for text in ["c = m.__class__\n", "if m.__class__ == C: ...\n"] {
+            assert!(
+                !crate::analysis::prefilter::may_swap_class(text),
+                "{text:?}"
+            );
+            assert_eq!(swaps(text), 0, "{text:?}");
+        }
+    }
 
     #[test]
     fn a_forward_replacement_is_told_from_its_text() {

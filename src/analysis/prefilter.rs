@@ -16,6 +16,9 @@ use aho_corasick::AhoCorasick;
 /// The method a forward replacement replaces.
 pub const FORWARD: &str = "forward";
 
+/// The attribute a class swap assigns (`m.__class__ = C`).
+pub const CLASS_SWAP: &str = "__class__";
+
 /// The literal every `# hookfence: ignore` comment holds (see
 /// `queries/suppressions.scm`): files with one are parsed so that a
 /// suppression matching nothing is reported.
@@ -433,11 +436,22 @@ pub const TORCH_FUNCTION_HOOK: &str = "__torch_function__";
 /// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).
 /// Blanks and line continuations may stand around the `.` and the `=`.
 pub fn may_replace_forward(text: &str) -> bool {
+    may_assign_attribute(text, FORWARD)
+}
+
+/// Whether `text` can swap an object's class as `queries/index.scm`
+/// matches it (`m.__class__ = C`, `setattr(m, "__class__", C)`), by the
+/// same rule as [`may_replace_forward`].
+pub fn may_swap_class(text: &str) -> bool {
+    may_assign_attribute(text, CLASS_SWAP)
+}
+
+fn may_assign_attribute(text: &str, name: &str) -> bool {
     let bytes = text.as_bytes();
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
     let blank = [' ', '\t', '\x0c', '\\', '\n', '\r'];
-    memchr::memmem::find_iter(bytes, FORWARD.as_bytes()).any(|at| {
-        let end = at + FORWARD.len();
+    memchr::memmem::find_iter(bytes, name.as_bytes()).any(|at| {
+        let end = at + name.len();
         let (before, after) = (bytes[..at].last(), bytes.get(end));
         if before.is_some_and(|&b| matches!(b, b'"' | b'\''))
             && after.is_some_and(|&b| matches!(b, b'"' | b'\''))

@@ -230,6 +230,11 @@ impl Vocabulary {
                 name: FORWARD.to_owned(),
                 context: Context::Replaced,
             }])
+            // A class swapped in (`m.__class__ = C`, `queries/index.scm`).
+            .chain([Needle {
+                name: crate::analysis::prefilter::CLASS_SWAP.to_owned(),
+                context: Context::Replaced,
+            }])
             .collect();
 
         // A class statement starts with the keyword `class`; the other parts

@@ -145,13 +145,14 @@ pub(crate) fn load_parsed(
     // The project index records a parsed file only where it can be asked
     // of it: the file has hooks or registrations the matcher could not
     // follow (their chains start there), or it can replace a module's
-    // forward or define one (hooks found by use); every other module is read by name when a call
+    // forward, swap its class or define a forward (hooks found by use); every other module is read by name when a call
     // reaches it. The same rule with and without the prefilter, so that
     // it cannot change an answer.
     let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
             || prefilter::may_replace_forward(text)
+            || prefilter::may_swap_class(text)
             || prefilter::may_define_forward(text))
         .then(|| {
             std::sync::Arc::new(module_facts::ModuleFacts::build(

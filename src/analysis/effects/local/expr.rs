@@ -369,6 +369,20 @@ impl<'t> Walker<'_, 't> {
                         });
                         Vals::one(Val::returned(node.start_byte(), None))
                     }
+                    // `super().__getattr__(name)`, `nn.Module.__getattr__(self,
+                    // name)`: an attribute of that object, read through
+                    // the lookup torch's Module defines (a parameter, a
+                    // buffer or a submodule of it).
+                    None if matches!(method.as_str(), "__getattr__" | "__getattribute__") => {
+                        let unbound = !receiver.0.is_empty()
+                            && receiver.iter().all(|v| matches!(v.root, Root::Global(_)))
+                            && positional >= 2;
+                        if unbound {
+                            values.positional[0].clone()
+                        } else {
+                            receiver
+                        }
+                    }
                     None => {
                         self.container_store(receiver_node, &method, &values);
                         if matches!(
