@@ -459,13 +459,17 @@ impl ModuleFacts {
                 .or_default()
                 .push((value, owner_of(attr)));
         }
-        for (fwd, target, value) in replacements {
-            let value = as_bound_at(
+        // What an installed value is where it stands.
+        let installed = |value: Node<'_>, imports: &HashMap<String, String>| {
+            as_bound_at(
                 value_of(value, text, &by_start),
-                &facts.imports,
+                imports,
                 &scope_model,
                 value.start_byte(),
-            );
+            )
+        };
+        for (fwd, target, value) in replacements {
+            let value = installed(value, &facts.imports);
             facts.forward_replacements.push(ForwardReplacement {
                 line: fwd.start_position().row + 1,
                 target: text_of(target, text).to_owned(),
@@ -474,12 +478,7 @@ impl ModuleFacts {
             });
         }
         for (statement, slot, value) in swaps {
-            let value = as_bound_at(
-                value_of(value, text, &by_start),
-                &facts.imports,
-                &scope_model,
-                value.start_byte(),
-            );
+            let value = installed(value, &facts.imports);
             facts.swapped_classes.push(SwappedClass {
                 line: statement.start_position().row + 1,
                 slot: slot.to_owned(),

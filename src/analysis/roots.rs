@@ -327,6 +327,27 @@ impl ProjectIndex<'_> {
                 // `with Cls(...):` runs `Cls.__enter__` before the block and
                 // `Cls.__exit__` after it: steps, never compute.
                 let entered = self.entered_methods(&at, call);
+                // A step found: its evidence kept, and named from the
+                // root's call that leads here.
+                let keep = |step: &FunctionRef,
+                            evidence: crate::analysis::effects::record::Effect,
+                            discovered: &mut Discovered,
+                            evidence_found: &mut Vec<StepEvidence>| {
+                    evidence_found.push((
+                        (
+                            crate::found::identity(&step.0.path),
+                            step.0.functions[step.1].start,
+                        ),
+                        evidence,
+                    ));
+                    let found = match &via {
+                        Some((first, name)) => {
+                            why(&module.functions[root].calls[*first], Some(name))
+                        }
+                        None => why(call, None),
+                    };
+                    discovered.add_function(&step.0, step.1, &found);
+                };
                 let called = caller.callees(i).iter().map(|t| (t, false));
                 for (target, entered) in called.chain(entered.iter().map(|t| (t, true))) {
                     let fact = &target.0.functions[target.1];
@@ -343,20 +364,7 @@ impl ProjectIndex<'_> {
                             backward.0.functions[backward.1].start,
                         ))
                     {
-                        evidence_found.push((
-                            (
-                                crate::found::identity(&backward.0.path),
-                                backward.0.functions[backward.1].start,
-                            ),
-                            evidence,
-                        ));
-                        let found = match &via {
-                            Some((first, name)) => {
-                                why(&module.functions[root].calls[*first], Some(name))
-                            }
-                            None => why(call, None),
-                        };
-                        discovered.add_function(&backward.0, backward.1, &found);
+                        keep(&backward, evidence, discovered, evidence_found);
                     }
                     if !applied && !entered && self.runs_compute(target) {
                         if depth < MOST_COMPUTE_DEPTH {
@@ -417,18 +425,7 @@ impl ProjectIndex<'_> {
                         evidence.chain = first.next.clone();
                         evidence.length = evidence.length.saturating_sub(1);
                     }
-                    evidence_found.push((
-                        (crate::found::identity(&target.0.path), fact.start),
-                        evidence,
-                    ));
-                    let found = match &via {
-                        // Named from the root's call that leads here.
-                        Some((first, name)) => {
-                            why(&module.functions[root].calls[*first], Some(name))
-                        }
-                        None => why(call, None),
-                    };
-                    discovered.add_function(&target.0, target.1, &found);
+                    keep(target, evidence, discovered, evidence_found);
                 }
             }
         }
