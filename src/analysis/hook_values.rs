@@ -305,6 +305,11 @@ fn loop_items<'t>(
         if left.kind() != "identifier" || text_of(left, text) != iterated {
             return None;
         }
+        // Named nowhere else in the file: nothing appends to it, aliases
+        // it or hands it to a function that could.
+        if mentions(ctx.names.root, text, iterated) != 2 {
+            return None;
+        }
         iterable = assignment.child_by_field_name("right")?;
     }
     while iterable.kind() == "parenthesized_expression" {
@@ -322,6 +327,27 @@ fn loop_items<'t>(
         return None;
     }
     Some((parent, items))
+}
+
+/// How many identifiers below `node` spell `name`.
+fn mentions(node: Node<'_>, text: &str, name: &str) -> usize {
+    let mut count = 0;
+    let mut cursor = node.walk();
+    'walk: loop {
+        let here = cursor.node();
+        if here.kind() == "identifier" && text_of(here, text) == name {
+            count += 1;
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    count
 }
 
 /// Whether a binding gives the name a value that may be a hook.

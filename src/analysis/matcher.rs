@@ -437,7 +437,11 @@ fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<
     let point = tree_sitter::Point::new(line - 1, byte_column);
     let mut node = root.descendant_for_point_range(point, point)?;
     loop {
-        if matches!(node.kind(), "function_definition" | "lambda") && node.start_position() == point
+        // The `lambda` keyword token has the kind of the expression it
+        // opens: only the named node is the function.
+        if matches!(node.kind(), "function_definition" | "lambda")
+            && node.is_named()
+            && node.start_position() == point
         {
             return Some(node);
         }

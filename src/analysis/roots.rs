@@ -199,9 +199,9 @@ impl ProjectIndex<'_> {
             for swap in &module.swapped_classes {
                 let mut slots: Vec<(FunctionRef, String)> = Vec::new();
                 if swap.slot.is_empty() {
-                    let (Value::Name(name) | Value::Local(name) | Value::Attribute(name)) =
-                        &swap.value
-                    else {
+                    // A name bound here by an assignment (`C = Plain`) is
+                    // not the class of that name.
+                    let (Value::Name(name) | Value::Attribute(name)) = &swap.value else {
                         continue;
                     };
                     for (class_module, class) in self.classes_named(module, name) {
@@ -227,9 +227,6 @@ impl ProjectIndex<'_> {
                 }
                 let place = format!("{}:{}", module.path.display(), swap.line);
                 for ((at, function), slot) in slots {
-                    if at.functions[function].fenced.is_some() {
-                        continue;
-                    }
                     if slot == "forward" {
                         let qualname = at.functions[function].qualname.clone();
                         let why = |call: &CallFact, via: Option<&str>| Found {
@@ -293,6 +290,9 @@ impl ProjectIndex<'_> {
     ) {
         let mut seen: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
         seen.insert((module.path.clone(), module.functions[root].start));
+        // The backwards of applied Functions kept as steps (an `.apply`
+        // call reaches `backward` as a callee too, seen by then).
+        let mut backwards_kept: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
         // (function, its depth, the first call of the root on the way)
         let roles = forward_roles(&module.functions[root]);
         let mut pending: Vec<Pending> = vec![((Arc::clone(module), root), 0, None, roles)];
@@ -350,21 +350,24 @@ impl ProjectIndex<'_> {
                 };
                 let called = caller.callees(i).iter().map(|t| (t, false));
                 for (target, entered) in called.chain(entered.iter().map(|t| (t, true))) {
-                    let fact = &target.0.functions[target.1];
-                    if !seen.insert((target.0.path.clone(), fact.start)) {
-                        continue;
-                    }
                     // Its `backward` runs when autograd reaches the
-                    // Function's output, in the graph of that forward.
+                    // Function's output, in the graph of that forward;
+                    // asked at every application (what each hands the
+                    // forward differs), before the forward is skipped as
+                    // seen.
                     if applied
                         && let Some((backward, evidence)) =
                             self.applied_backward(&caller, i, target, &roles)
-                        && seen.insert((
+                        && backwards_kept.insert((
                             backward.0.path.clone(),
                             backward.0.functions[backward.1].start,
                         ))
                     {
                         keep(&backward, evidence, discovered, evidence_found);
+                    }
+                    let fact = &target.0.functions[target.1];
+                    if !seen.insert((target.0.path.clone(), fact.start)) {
+                        continue;
                     }
                     if !applied && !entered && self.runs_compute(target) {
                         if depth < MOST_COMPUTE_DEPTH {
@@ -449,10 +452,11 @@ impl ProjectIndex<'_> {
             return None;
         }
         let class = forward.0.classes.get(fact.self_class.as_ref()?)?;
-        let backward = class.methods.iter().copied().find(|&m| {
-            let method = &forward.0.functions[m];
-            method.name == "backward" && method.fenced.is_none()
-        })?;
+        let backward = class
+            .methods
+            .iter()
+            .copied()
+            .find(|&m| forward.0.functions[m].name == "backward")?;
         let handed = self.roles_at_call(caller, call, forward, roles, false);
         if !handed
             .iter()

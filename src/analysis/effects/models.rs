@@ -213,12 +213,13 @@ pub fn state_attribute(name: &str) -> bool {
 }
 
 /// Attributes torch's `Tensor` defines that are tensors themselves (a
-/// view, the storage, the gradient): any other attribute read of a tensor is
-/// a Python object the code attached to it (`p._shard`, `p.holder`).
+/// view, the storage, the gradient) or autograd's (`grad_fn`): any other
+/// attribute read of a tensor is a Python object the code attached to it
+/// (`p._shard`, `p.holder`).
 pub fn tensor_attribute(name: &str) -> bool {
     matches!(
         name,
-        "data" | "T" | "mT" | "H" | "mH" | "real" | "imag" | "grad" | "_base"
+        "data" | "T" | "mT" | "H" | "mH" | "real" | "imag" | "grad" | "_base" | "grad_fn"
     )
 }
 

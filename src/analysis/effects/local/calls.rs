@@ -347,11 +347,16 @@ impl<'t> Walker<'_, 't> {
                     if val.shape != Shape::Object {
                         continue;
                     }
-                    // A module a call made (a loader building a model):
-                    // loading it is no work on the module state a hook
-                    // runs for.
-                    if model == MethodModel::LoadState
-                        && matches!(val.root, Root::Returned(_) | Root::Unknown | Root::Fresh)
+                    // A module a call made (a loader building a model, a
+                    // copy), or a class's method called unbound: no work
+                    // on the module state a hook runs for. An object held
+                    // on another (`self.opt`, `module.scheduler`) may be
+                    // an optimizer, whose state dict is no weight: only
+                    // the object itself loads module state.
+                    if matches!(
+                        val.root,
+                        Root::Returned(_) | Root::Unknown | Root::Fresh | Root::Global(_)
+                    ) || (model == MethodModel::LoadState && val.attr.is_some())
                     {
                         continue;
                     }

@@ -394,10 +394,15 @@ impl<'t> Walker<'_, 't> {
                             && receiver.iter().all(|v| v.shape == Shape::Tensor)
                             && receiver_node.is_some_and(|r| self.attached_to_tensor(r))
                             && receiver.iter().all(|v| !v.is_fresh())
+                            && values.positional.is_empty()
+                            && values.keywords.is_empty()
+                            && !values.splat
                         {
-                            // A method of an object attached to a weight
-                            // (`p.holder.payload()`): what it hands back is
-                            // held there, storage of that weight's own.
+                            // A method of an object attached to a weight,
+                            // handed nothing (`p.holder.payload()`): what
+                            // it hands back is held there, storage of that
+                            // weight's own. Handed values (`p.mask.apply(
+                            // p.data)`), it computes.
                             receiver
                         } else if !receiver.0.is_empty()
                             && receiver.iter().all(|v| v.shape == Shape::Tensor)

@@ -222,7 +222,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
     };
     if let Some(body) = function.child_by_field_name("body") {
         if function.kind() == "lambda" {
-            walker.facts.returns_storage = allocates_storage(body, text);
+            walker.facts.returns_storage = walker.frees_storage(body);
             let vals = walker.eval(body);
             walker.facts.returns.extend(vals);
         } else {
@@ -351,7 +351,7 @@ impl<'t> Walker<'_, 't> {
             }
             "return_statement" => {
                 if let Some(value) = node.named_child(0) {
-                    self.facts.returns_storage |= allocates_storage(value, self.text)
+                    self.facts.returns_storage |= self.frees_storage(value)
                         || held_name(value, self.text)
                             .is_some_and(|name| self.storage_held.iter().any(|h| h == name));
                     let vals = self.eval(value);
@@ -513,12 +513,17 @@ impl<'t> Walker<'_, 't> {
         let Some(right) = node.child_by_field_name("right") else {
             return;
         };
-        if allocates_storage(right, self.text)
-            && let Some(name) = node
-                .child_by_field_name("left")
-                .and_then(|l| held_name(l, self.text))
+        // A name (or a cache) given empty storage holds it until it is
+        // given anything else.
+        if let Some(name) = node
+            .child_by_field_name("left")
+            .and_then(|l| held_name(l, self.text))
         {
-            self.storage_held.push(name.to_owned());
+            if self.frees_storage(right) {
+                self.storage_held.push(name.to_owned());
+            } else {
+                self.storage_held.retain(|held| held != name);
+            }
         }
         let vals = if right.kind() == "assignment" {
             self.assignment(right);
@@ -659,6 +664,38 @@ pub(super) fn move_words(copied: Copied) -> (Kind, &'static str) {
 }
 
 /// Whether `node` is a call of a storage factory (`torch.empty(0)`).
+impl Walker<'_, '_> {
+    /// Whether `node` makes empty storage with torch (`torch.empty(0)`,
+    /// `torch.zeros((0,), ...)`): stored into a weight's `.data`, it frees
+    /// the weight's storage.
+    fn frees_storage(&self, node: Node<'_>) -> bool {
+        if node.kind() != "call" {
+            return false;
+        }
+        let made_by_torch = node
+            .child_by_field_name("function")
+            .and_then(|f| self.library_path(f))
+            .is_some_and(|path| {
+                matches!(
+                    path.as_str(),
+                    "torch.empty" | "torch.zeros" | "torch.empty_strided"
+                )
+            });
+        let size = node
+            .child_by_field_name("arguments")
+            .and_then(|a| a.named_child(0));
+        let zero = |n: Node<'_>| n.kind() == "integer" && text_of(n, self.text) == "0";
+        made_by_torch
+            && size.is_some_and(|size| {
+                zero(size)
+                    || (matches!(size.kind(), "tuple" | "list") && {
+                        let mut cursor = size.walk();
+                        size.named_children(&mut cursor).any(zero)
+                    })
+            })
+    }
+}
+
 /// The name a place or a value is held under: `buf`, `CACHE` of
 /// `CACHE[key]`.
 fn held_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {

@@ -177,9 +177,16 @@ impl<'t> Walker<'_, 't> {
             // Other storage held somewhere (`p._shard`, `self.gpu[name]`,
             // a parameter handed in) swapped in; what a call computes here
             // (`x.abs().amax()`) is a value written, not storage moved.
-            let held = vals
-                .iter()
-                .any(|v| matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_)));
+            // A view of the same tensor (`p.data = p.T.contiguous()`, `p.data
+            // = p.data.view(...)`) is its own storage, or a copy of it.
+            let own_view = |v: &crate::analysis::effects::value::Val| {
+                v.root == object.root
+                    && v.attr.as_deref().is_none_or(models::tensor_attribute)
+                    && object.attr.is_none()
+            };
+            let held = vals.iter().any(|v| {
+                matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_)) && !own_view(v)
+            });
             // What a call returns: the callee's summary tells whether it is
             // storage held somewhere.
             let returned = vals.iter().find_map(|v| match v.root {
