@@ -202,8 +202,7 @@ pub(super) fn resolve_name<'t>(
                 }
             }
             BindingKind::Assignment => {
-                let assignment = std::iter::successors(node, |n| n.parent())
-                    .find(|n| n.kind() == "assignment" && n.byte_range() == binding.node);
+                let assignment = node.and_then(|n| assignment_of(n, &binding.node));
                 let value = assignment.and_then(|a| {
                     let left = a.child_by_field_name("left")?;
                     (left.kind() == "identifier" && text_of(left, ctx.text) == name)
@@ -297,10 +296,7 @@ fn loop_items<'t>(
             .names
             .root
             .descendant_for_byte_range(binding.node.start, binding.node.end)
-            .and_then(|n| {
-                std::iter::successors(Some(n), |n| n.parent())
-                    .find(|n| n.kind() == "assignment" && n.byte_range() == binding.node)
-            })?;
+            .and_then(|n| assignment_of(n, &binding.node))?;
         let left = assignment.child_by_field_name("left")?;
         if left.kind() != "identifier" || text_of(left, text) != iterated {
             return None;
@@ -327,6 +323,13 @@ fn loop_items<'t>(
         return None;
     }
     Some((parent, items))
+}
+
+/// The assignment statement spanning `range` (an assignment binding's),
+/// from a node inside it.
+fn assignment_of<'t>(node: Node<'t>, range: &std::ops::Range<usize>) -> Option<Node<'t>> {
+    std::iter::successors(Some(node), |n| n.parent())
+        .find(|n| n.kind() == "assignment" && n.byte_range() == *range)
 }
 
 /// How many identifiers below `node` spell `name`.

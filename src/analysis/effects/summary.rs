@@ -209,45 +209,35 @@ impl ProjectIndex<'_> {
                 continue;
             }
             // New storage a call returned: an effect only where the call
-            // hands back storage held somewhere (not a value it computes).
+            // hands back storage held somewhere (not a value it computes);
+            // empty storage it makes frees what it is stored into.
+            let mut kind = local.kind;
+            let mut detail = local.detail.clone();
             if let Some(start) = local.source {
                 if storage_returned_at(start) {
-                    if let Some(val) = &local.on {
-                        for target in resolver.targets(val, 0) {
-                            effects.push(Effect {
-                                kind: crate::analysis::effects::local::Kind::Storage,
-                                target,
-                                detail: format!(
-                                    "frees or allocates the storage of {} with the new storage a call returns",
-                                    local
-                                        .detail
-                                        .strip_prefix("points at other storage: ")
-                                        .unwrap_or(&local.detail)
-                                ),
-                                via: val.via.clone(),
-                                path: module.path.clone(),
-                                line: local.line,
-                                chain: None,
-                                length: 0,
-                                acts: local.acts,
-                            });
-                        }
+                    kind = crate::analysis::effects::local::Kind::Storage;
+                    detail = format!(
+                        "frees or allocates the storage of {} with the new storage a call returns",
+                        local
+                            .detail
+                            .strip_prefix("points at other storage: ")
+                            .unwrap_or(&local.detail)
+                    );
+                } else {
+                    let source = resolver.targets(
+                        &crate::analysis::effects::value::Val::returned(start, None),
+                        0,
+                    );
+                    if !source
+                        .iter()
+                        .any(|t| !matches!(t, Target::Unknown | Target::Global(_) | Target::Device))
+                    {
+                        discounts.push(format!(
+                            "line {}: {} (the call's value is computed, no storage held elsewhere)",
+                            local.line, local.detail
+                        ));
+                        continue;
                     }
-                    continue;
-                }
-                let source = resolver.targets(
-                    &crate::analysis::effects::value::Val::returned(start, None),
-                    0,
-                );
-                if !source
-                    .iter()
-                    .any(|t| !matches!(t, Target::Unknown | Target::Global(_) | Target::Device))
-                {
-                    discounts.push(format!(
-                        "line {}: {} (the call's value is computed, no storage held elsewhere)",
-                        local.line, local.detail
-                    ));
-                    continue;
                 }
             }
             let targets = match &local.on {
@@ -256,9 +246,9 @@ impl ProjectIndex<'_> {
             };
             for target in targets {
                 effects.push(Effect {
-                    kind: local.kind,
+                    kind,
                     target,
-                    detail: local.detail.clone(),
+                    detail: detail.clone(),
                     via: local.on.as_ref().and_then(|v| v.via.clone()),
                     path: module.path.clone(),
                     line: local.line,

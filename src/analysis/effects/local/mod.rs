@@ -663,7 +663,6 @@ pub(super) fn move_words(copied: Copied) -> (Kind, &'static str) {
     }
 }
 
-/// Whether `node` is a call of a storage factory (`torch.empty(0)`).
 impl Walker<'_, '_> {
     /// Whether `node` makes empty storage with torch (`torch.empty(0)`,
     /// `torch.zeros((0,), ...)`): stored into a weight's `.data`, it frees
@@ -709,6 +708,7 @@ fn held_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
     }
 }
 
+/// Whether `node` is a call of a storage factory (`torch.empty(0)`).
 pub(super) fn allocates_storage(node: Node<'_>, text: &str) -> bool {
     node.kind() == "call"
         && node
