@@ -377,6 +377,7 @@ impl Settings {
             project_root: args.project_root.clone(),
             context_classes: Arc::default(),
             module_cache: Arc::default(),
+            reviewed: args.interactive || args.replay.is_some(),
         };
         let stderr_terminal = std::io::stderr().is_terminal();
         let mut options = options;

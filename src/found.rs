@@ -30,6 +30,22 @@ impl std::fmt::Display for Found {
     }
 }
 
+/// A function through which a hook found by use is reached: the registered
+/// hook (or a closure it makes) that calls a protocol method on hook
+/// objects. Where every entry point of a method is fenced, or fenced by the
+/// run, the method runs eagerly already: it is `covered`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryPoint {
+    /// Its file (as the walk spelled it) and its `def`'s place.
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub qualname: String,
+    /// Registered with torch for forward (the run fences it when it does
+    /// offload work), not a closure it makes nor torch's function dispatch.
+    pub registered: bool,
+}
+
 /// Hooks found by use: what the forward wrappers of the project call around
 /// the original forward.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,6 +60,9 @@ pub struct Discovered {
     pub protocols: BTreeMap<String, Found>,
     /// Plain functions called with the module: `(path, line, column) -> why`.
     pub functions: BTreeMap<(PathBuf, usize, usize), Found>,
+    /// Every function that calls each protocol method of `protocols` on
+    /// hook objects.
+    pub dispatchers: BTreeMap<String, BTreeSet<EntryPoint>>,
 }
 
 impl Discovered {
@@ -72,6 +91,9 @@ impl Discovered {
         }
         self.names.extend(other.names);
         self.resolved.extend(other.resolved);
+        for (method, entries) in other.dispatchers {
+            self.dispatchers.entry(method).or_default().extend(entries);
+        }
     }
 
     /// Whether the register call at `line:column` of `path` was followed by

@@ -49,6 +49,9 @@ pub struct Options {
     pub context_classes: std::sync::Arc<Vec<file_facts::ClassFact>>,
     /// Modules the project index read on demand, kept across rounds.
     pub module_cache: std::sync::Arc<project::ModuleCache>,
+    /// A review (`--interactive`, `--replay`) decides which hooks get a
+    /// fence: only a fence already in the source covers what a hook calls.
+    pub reviewed: bool,
 }
 
 impl Default for Options {
@@ -65,6 +68,7 @@ impl Default for Options {
             project_root: None,
             context_classes: std::sync::Arc::default(),
             module_cache: std::sync::Arc::default(),
+            reviewed: false,
         }
     }
 }

@@ -312,6 +312,9 @@ pub fn notes(analysis: &Analysis) -> Vec<String> {
                         .unwrap_or_default()
                 ),
                 Status::Declined { note, .. } => note.clone(),
+                Status::Covered { entry, .. } => {
+                    format!("skipped {}: covered: runs only inside {entry}", c.qualname)
+                }
                 _ => continue,
             };
             file_lines.push((c.at, what));
@@ -387,6 +390,7 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     let opted_out = count(|s| matches!(s, Status::OptedOut { .. }));
     let declined = count(|s| matches!(s, Status::Declined { .. }));
     let backward = count(|s| matches!(s, Status::Backward { .. }));
+    let covered = count(|s| matches!(s, Status::Covered { .. }));
     let unresolved: usize = analysis.files.iter().map(|f| f.unresolved.len()).sum();
     let changed = analysis
         .files
@@ -426,8 +430,14 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     } else {
         String::new()
     };
+    // Only a tree with covered hooks names them.
+    let fenced = if covered > 0 {
+        format!("{fenced} already fenced, {covered} covered by fenced entry points")
+    } else {
+        format!("{fenced} already fenced")
+    };
     format!(
-        "{head} ({fenced} already fenced, {not_offload} not offload, {opted_out} opted out{backward}, {unresolved} unresolved; {} scanned, {} skipped)",
+        "{head} ({fenced}, {not_offload} not offload, {opted_out} opted out{backward}, {unresolved} unresolved; {} scanned, {} skipped)",
         plural(analysis.scanned, "file", "files"),
         analysis.errors.len(),
     )

@@ -34,6 +34,9 @@ fn reason(site: &HookSite) -> String {
                 crate::analysis::verdict::BACKWARD_NOT_FENCED
             )
         }
+        Status::Covered { evidence, entry } => {
+            format!("{evidence}; covered: runs only inside {entry}; {why}")
+        }
     }
 }
 
@@ -112,6 +115,7 @@ fn mode_name(mode: Mode) -> &'static str {
 pub struct Counts {
     pub unfenced: usize,
     pub fenced: usize,
+    pub covered: usize,
     pub not_offload: usize,
     pub opted_out: usize,
     pub suppressed: usize,
@@ -132,6 +136,7 @@ impl Counts {
         Counts {
             unfenced: count("unfenced"),
             fenced: count("fenced"),
+            covered: count("covered"),
             not_offload: count("not-offload"),
             opted_out: count("opted-out"),
             suppressed: count("suppressed"),
@@ -221,6 +226,7 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
             "files_with_errors": analysis.errors.len(),
             "unfenced": counts.unfenced,
             "fenced": counts.fenced,
+            "covered": counts.covered,
             "not_offload": counts.not_offload,
             "opted_out": counts.opted_out,
             "suppressed": counts.suppressed,
@@ -232,13 +238,30 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
 const RULE_ID: &str = "HF001";
 
 /// SARIF 2.1.0, as GitHub code scanning takes it: one result per unfenced
-/// offload hook, with its fix; files that could not be processed as tool
-/// notifications.
+/// offload hook, with its fix, and an informational one (level `none`) per
+/// covered hook; files that could not be processed as tool notifications.
 pub fn sarif(analysis: &Analysis) -> Value {
     let mut results = Vec::new();
     for file in &analysis.files {
         let uri = file.path.to_string_lossy().replace('\\', "/");
         for site in &file.sites {
+            if let Status::Covered { .. } = &site.status {
+                // Nothing to fix: recorded so the audit shows why.
+                results.push(json!({
+                    "ruleId": RULE_ID,
+                    "kind": "informational",
+                    "level": "none",
+                    "message": {"text": format!(
+                        "{} needs no fence of its own: {}",
+                        site.candidate.qualname, reason(site)
+                    )},
+                    "locations": [{"physicalLocation": {
+                        "artifactLocation": {"uri": uri},
+                        "region": {"startLine": site.candidate.at.line, "startColumn": site.candidate.at.column},
+                    }}],
+                }));
+                continue;
+            }
             let Status::Unfenced { evidence } = &site.status else {
                 continue;
             };
@@ -326,7 +349,7 @@ fn escape_property(s: &str) -> String {
 
 /// GitHub Actions workflow commands: an `::error` annotation per unfenced
 /// hook and per file that could not be processed, a `::warning` per
-/// registration hookfence could not follow.
+/// registration hookfence could not follow, a `::notice` per covered hook.
 pub fn github(analysis: &Analysis) -> Vec<String> {
     let mut lines = Vec::new();
     for e in entries(analysis) {
@@ -336,6 +359,15 @@ pub fn github(analysis: &Analysis) -> Vec<String> {
                 "Unfenced offload hook",
                 format!(
                     "{} runs inside torch.compile's trace ({}); fence it with @torch.compiler.disable() or run hookfence --apply",
+                    site.candidate.qualname,
+                    reason(site)
+                ),
+            ),
+            ("covered", Some(site)) => (
+                "notice",
+                "Offload hook covered by a fenced entry point",
+                format!(
+                    "{} needs no fence of its own ({})",
                     site.candidate.qualname,
                     reason(site)
                 ),

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 mod common;
-use common::{BIN, HOOK, HOOK_FENCED, Project, Run, python_imports};
+use common::{BIN, COVERED, HOOK, HOOK_FENCED, Project, Run, python_imports};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -3196,5 +3196,133 @@ fn json_evidence_names_handed_and_replayed_steps() {
     assert_eq!(
         post["discounted"][0],
         "replays registered hooks from sub._forward_hooks: none the project registers there does offload work"
+    );
+}
+
+#[test]
+fn a_method_reached_only_inside_fenced_entry_points_is_covered_in_every_format() {
+    let p = Project::new(COVERED);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&p.run(&["--format", "json", "pkg"]).stdout).unwrap();
+    let site = |qualname: &str| -> serde_json::Value {
+        doc["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["qualname"] == qualname)
+            .unwrap_or_else(|| panic!("{qualname} in {doc:#}"))
+            .clone()
+    };
+    // Only `enter` calls it, and its authors fenced `enter`.
+    let bring_in = site("DeviceStage.bring_in");
+    assert_eq!(bring_in["status"], "covered", "{bring_in:#}");
+    assert!(
+        bring_in["reason"]
+            .as_str()
+            .unwrap()
+            .contains("runs only inside install.<locals>.enter at pkg/install.py:10 (fenced by @torch.compiler.disable())"),
+        "{bring_in:#}"
+    );
+    assert_eq!(bring_in["edits"], serde_json::json!([]));
+    // Only `leave` calls it, and the run fences `leave`.
+    let send_back = site("DeviceStage.send_back");
+    assert_eq!(send_back["status"], "covered", "{send_back:#}");
+    assert!(
+        send_back["reason"]
+            .as_str()
+            .unwrap()
+            .contains("install.<locals>.leave at pkg/install.py:14 (fenced by this run)"),
+        "{send_back:#}"
+    );
+    // `again` is left alone by a comment: `refresh` keeps its own fence.
+    assert_eq!(site("DeviceStage.refresh")["status"], "unfenced");
+    assert_eq!(site("install.<locals>.leave")["status"], "unfenced");
+    assert_eq!(doc["summary"]["covered"], 2, "{doc:#}");
+    assert_eq!(doc["summary"]["unfenced"], 2, "{doc:#}");
+
+    // SARIF: an informational result per covered hook, an error per
+    // unfenced one.
+    let sarif: serde_json::Value =
+        serde_json::from_slice(&p.run(&["--format", "sarif", "pkg"]).stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let informational: Vec<&serde_json::Value> = results
+        .iter()
+        .filter(|r| r["kind"] == "informational")
+        .collect();
+    assert_eq!(informational.len(), 2, "{sarif:#}");
+    assert!(informational.iter().all(|r| r["level"] == "none"));
+    assert_eq!(results.iter().filter(|r| r["level"] == "error").count(), 2);
+    // GitHub: a notice per covered hook.
+    let github = p.run(&["--format", "github", "pkg"]).stdout_str();
+    assert_eq!(github.matches("::notice ").count(), 2, "{github}");
+    assert!(
+        github.contains("DeviceStage.send_back needs no fence"),
+        "{github}"
+    );
+    // The list, the summary and --explain.
+    let list = p.run(&["--list", "pkg"]).stdout_str();
+    assert!(
+        list.contains("pkg/stages.py:9:5  covered  DeviceStage.send_back"),
+        "{list}"
+    );
+    let diff = p.run(&["pkg"]);
+    assert!(
+        diff.stderr.contains("2 covered by fenced entry points"),
+        "{diff}"
+    );
+    assert!(
+        diff.stderr.contains(
+            "skipped DeviceStage.bring_in: covered: runs only inside install.<locals>.enter"
+        ),
+        "{diff}"
+    );
+    let explain = p.run(&["--explain", "pkg/stages.py:9", "pkg"]).stdout_str();
+    assert!(
+        explain.contains("dispatch: hook protocol method"),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("decision: covered:") && explain.contains("install.<locals>.leave"),
+        "{explain}"
+    );
+
+    // --check counts a covered hook as fenced: it names only the two
+    // unfenced ones, and the file that holds only covered ones passes.
+    let check = p.run(&["--check", "pkg"]);
+    check.expect_code(1);
+    let out = check.stdout_str();
+    let named: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split(" unfenced offload hook ").nth(1))
+        .filter_map(|rest| rest.split(' ').next())
+        .collect();
+    assert_eq!(
+        named,
+        ["install.<locals>.leave", "DeviceStage.refresh"],
+        "{check}"
+    );
+    // The same verdicts from the file alone.
+    let alone = p.run(&["--format", "json", "--project-root", ".", "pkg/stages.py"]);
+    let alone: serde_json::Value = serde_json::from_slice(&alone.stdout).unwrap();
+    let statuses: Vec<&str> = alone["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["covered", "covered", "unfenced"], "{alone:#}");
+
+    // Once applied, everything is fenced or covered; nothing is fenced twice.
+    p.run(&["--apply", "pkg"]).expect_code(0);
+    p.run(&["--check", "pkg"]).expect_code(0);
+    let stages = String::from_utf8(p.read("pkg/stages.py")).unwrap();
+    assert_eq!(
+        stages.matches("@torch.compiler.disable()").count(),
+        1,
+        "{stages}"
+    );
+    assert!(
+        stages.contains("@torch.compiler.disable()\n    def refresh"),
+        "{stages}"
     );
 }

@@ -51,6 +51,10 @@ fn describe(analysis: &Analysis, root: &Path) -> String {
                 }
                 Status::Declined { note, .. } => format!("declined ({note})"),
                 Status::Backward { evidence, .. } => format!("backward, not fenced ({evidence})"),
+                Status::Covered { evidence, entry } => format!(
+                    "covered ({evidence}; inside {})",
+                    entry.replace(&format!("{}/", root.display()), "")
+                ),
             };
             out.push_str(&format!(
                 "{}:{} {} {status} [{}]\n",

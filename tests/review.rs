@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{BIN, Project, Run, TIMEOUT};
+use common::{BIN, COVERED, Project, Run, TIMEOUT};
 use rexpect::process::WaitStatus;
 use rexpect::session::PtySession;
 
@@ -748,4 +748,47 @@ fn replayed_suppressions_stand_where_cpython_reads_a_comment() {
     let check = project.run(&["--check", "--all-hooks", "."]);
     assert_eq!(check.code, Some(0), "{check}");
     assert!(!check.stderr.contains("unused suppression"), "{check}");
+}
+
+#[test]
+fn a_review_covers_only_through_fences_already_written() {
+    // The review may leave `leave` unfenced, so what only `leave` calls is
+    // not covered by it: `send_back` is asked for on its own. What only the
+    // fence the authors wrote calls (`bring_in`) stays covered.
+    let project = Project::new(COVERED);
+    project.write(
+        "d.json",
+        serde_json::json!({
+            "version": 1,
+            "decisions": [
+                decision("pkg/install.py", "install.<locals>.leave", 14, "skip"),
+                decision("pkg/stages.py", "DeviceStage.send_back", 9, "fence"),
+                decision("pkg/stages.py", "DeviceStage.refresh", 13, "fence"),
+            ],
+        })
+        .to_string(),
+    );
+    let run = project.run(&["--replay", "d.json", "pkg"]);
+    assert_eq!(run.code, Some(0), "{run}");
+    let stages = project.read_str("pkg/stages.py");
+    assert_eq!(
+        stages.matches("@torch.compiler.disable()").count(),
+        2,
+        "{stages}"
+    );
+    assert!(
+        stages.contains("@torch.compiler.disable()\n    def send_back"),
+        "{stages}"
+    );
+    assert!(
+        !project
+            .read_str("pkg/install.py")
+            .contains("disable()\n    def leave")
+    );
+    // Outside a review, the fence the authors wrote still covers.
+    let list = project.run(&["--list", "pkg"]);
+    assert!(
+        list.stdout_str().contains("covered  DeviceStage.bring_in"),
+        "{list}"
+    );
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::analysis::module_facts::{CallFact, Callee, ForwardReplacement, ModuleFacts, Value};
 use crate::analysis::project::ProjectIndex;
 use crate::analysis::vocabulary::{BUILTIN_CONTAINERS, GENERIC_METHODS};
-use crate::found::{Discovered, Found, identity};
+use crate::found::{Discovered, EntryPoint, Found, identity};
 
 /// Whether a callee's name spells an original forward (`forward`,
 /// `_old_forward`, `orig_forward`, `forward_orig`, ...).
@@ -87,13 +87,13 @@ impl ProjectIndex<'_> {
             for registration in module.registrations.iter().filter(|r| !r.backward) {
                 let hooks = self.functions_of(module, registration.scope, &registration.value, 0);
                 for (hook_module, hook) in hooks {
-                    self.dispatch_of_hook(&hook_module, hook, &mut discovered);
+                    self.dispatch_of_hook(&hook_module, hook, true, &mut discovered);
                     // Closures it makes run on the module's behalf later
                     // (handed to an autograd Function, a tensor hook).
                     let start = hook_module.functions[hook].start;
                     for nested in 0..hook_module.functions.len() {
                         if hook_module.functions[nested].outer == Some(start) {
-                            self.dispatch_of_hook(&hook_module, nested, &mut discovered);
+                            self.dispatch_of_hook(&hook_module, nested, false, &mut discovered);
                         }
                     }
                 }
@@ -147,6 +147,7 @@ impl ProjectIndex<'_> {
         self.swapped_class_roots(&mut discovered);
         self.forward_steps(&mut discovered);
         self.torch_function_dispatch(&mut discovered);
+        let _ = self.dispatchers.set(discovered.dispatchers.clone());
         discovered
     }
 
@@ -288,10 +289,13 @@ impl ProjectIndex<'_> {
     /// loops over (`for hook in hooks: hook.pre_fwd_exec(module, *args)`):
     /// that method is a hook protocol, whatever class defines it, and every
     /// definition of it in the project is a hook found by use.
+    /// `registered`: `hook` is registered with torch itself (not a closure
+    /// it makes), so a run that fences it covers the methods it calls.
     pub(super) fn dispatch_of_hook(
         &self,
         module: &Arc<ModuleFacts>,
         hook: usize,
+        registered: bool,
         discovered: &mut Discovered,
     ) {
         use crate::analysis::effects::judge::{Role, roles};
@@ -373,6 +377,17 @@ impl ProjectIndex<'_> {
                     path: module.path.clone(),
                     line: call.line,
                     backward: None,
+                });
+            discovered
+                .dispatchers
+                .entry(method.clone())
+                .or_default()
+                .insert(EntryPoint {
+                    path: module.path.clone(),
+                    line: function.line,
+                    column: function.column,
+                    qualname: function.qualname.clone(),
+                    registered,
                 });
         }
     }

@@ -525,6 +525,70 @@ pub(super) fn collect_suppressions(root: Node<'_>, text: &str) -> BTreeMap<usize
     suppressions
 }
 
+/// The lines whose comments speak for the definition `def`: its `def` line,
+/// its decorators' lines (and comments between them), and the comment lines
+/// right above.
+pub(crate) fn lines_speaking_for(def: Node<'_>, text: &str) -> Vec<usize> {
+    let root = crate::pyrules::root_of(def);
+    let first_line = decorators(def)
+        .first()
+        .map_or(def.start_position().row, |d| d.start_position().row)
+        + 1;
+    let def_line = def.start_position().row + 1;
+    let block_start = crate::pyrules::logical_line_start(root, text, anchor_of_block(def));
+    let block_line = first_line
+        - text[block_start..crate::source::line_start(text, anchor_of_block(def))]
+            .matches('\n')
+            .count();
+    let above = comment_lines_above(text, block_start, block_line);
+    (first_line..=def_line).chain(above).collect()
+}
+
+/// Where a definition's block starts: its first decorator, or the `def`.
+fn anchor_of_block(def: Node<'_>) -> usize {
+    decorators(def)
+        .first()
+        .map_or(def.start_byte(), |d| d.start_byte())
+}
+
+/// The numbers of the comment-only lines right above the line that starts at
+/// `block_start` (line `first_line`), nearest first.
+pub(crate) fn comment_lines_above(text: &str, block_start: usize, first_line: usize) -> Vec<usize> {
+    text[..block_start]
+        .lines()
+        .rev()
+        .take_while(|l| l.trim_start().starts_with('#'))
+        .enumerate()
+        .map(|(i, _)| first_line - 1 - i)
+        .collect()
+}
+
+/// The lines of every comment that leaves a hook alone: a `# hookfence:
+/// ignore` or a commented-out disable decorator. Skips the tree walk when
+/// the text can hold neither.
+pub(crate) fn left_alone_lines(root: Node<'_>, text: &str) -> HashSet<usize> {
+    let mut lines: HashSet<usize> = collect_suppressions(root, text).into_keys().collect();
+    let ranges = crate::analysis::prefilter::word_ranges::<&str>(text, &[], &["disable"]);
+    if ranges.is_empty() {
+        return lines;
+    }
+    let q = &QUERIES.fences;
+    crate::syntax::for_each_combined(
+        &QUERIES.resolve,
+        root,
+        text,
+        Some(&ranges),
+        |part, captures| {
+            if part == 1
+                && let Some(comment) = capture(captures, q.optout_comment)
+            {
+                lines.insert(comment.start_position().row + 1);
+            }
+        },
+    );
+    lines
+}
+
 /// The reason in `# hookfence: ignore[reason]`, if one is given.
 pub(super) fn suppression_reason(comment: &str) -> Option<String> {
     let after = comment.split_once("ignore")?.1;

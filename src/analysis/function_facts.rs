@@ -86,6 +86,10 @@ pub struct FunctionFact {
     pub start: usize,
     /// How its authors fenced it, if they did (`@compiler.disable`).
     pub fenced: Option<String>,
+    /// A comment leaves it alone: `# hookfence: ignore` or a commented-out
+    /// disable decorator where the matcher reads one for it. A run never
+    /// fences it.
+    pub left_alone: bool,
     pub calls: Vec<CallFact>,
     /// Local names whose class an assignment tells (`h = Handle(...)`).
     pub locals: HashMap<String, String>,
@@ -153,6 +157,7 @@ pub(crate) fn function_fact(
         outer: outer.map(|f| f.start_byte()),
         start: def.start_byte(),
         fenced,
+        left_alone: false,
         static_method: decorated_with(def, text, "staticmethod"),
         class_method: decorated_with(def, text, "classmethod"),
         placeholder: crate::syntax::does_nothing(def, text),
@@ -167,6 +172,23 @@ pub(crate) fn function_fact(
         returns: Vec::new(),
         saved_forwards: Vec::new(),
         assigned: Vec::new(),
+    }
+}
+
+/// Whether a comment on one of `lines` (see
+/// [`crate::analysis::fences::left_alone_lines`]) leaves `def` alone.
+pub(crate) fn left_alone(
+    def: Node<'_>,
+    text: &str,
+    lines: &std::collections::HashSet<usize>,
+) -> bool {
+    !lines.is_empty() && {
+        let speaking = match def.kind() {
+            // A lambda is left alone from its own line or the line above.
+            "lambda" => vec![def.start_position().row + 1, def.start_position().row],
+            _ => crate::analysis::fences::lines_speaking_for(def, text),
+        };
+        speaking.iter().any(|line| lines.contains(line))
     }
 }
 

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
-use crate::analysis::fences::binding_scope;
 use crate::analysis::fences::{
     Bindings, FileContext, Resolve, collect_fences, collect_suppressions, decorated,
     decorator_callee, decorators, fence_words, is_fence_path,
 };
+use crate::analysis::fences::{binding_scope, comment_lines_above, lines_speaking_for};
 use crate::analysis::file_facts::{
     Candidate, ClassFact, FenceAt, FenceState, FileFacts, Owner, Target, Unresolved,
 };
@@ -24,7 +24,7 @@ use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
 use crate::queries::QUERIES;
-use crate::source::{indentation_at, line_ending_at, line_start};
+use crate::source::{indentation_at, line_ending_at};
 use crate::syntax::strip_space;
 use crate::syntax::{capture, dotted_name, for_each_combined, position, text_of};
 use crate::syntax::{class_bases, enclosing_class, qualname};
@@ -385,19 +385,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     // decorators' lines (and comments between them), and the comment lines
     // right above. A suppression there wins over an opt-out.
     if fence == FenceState::Unfenced {
-        let first_line = decorators
-            .first()
-            .map_or(def.start_position().row, |d| d.start_position().row)
-            + 1;
-        let def_line = def.start_position().row + 1;
-        let block_start = crate::pyrules::logical_line_start(root, text, anchor_of_block(def));
-        let block_line = first_line
-            - text[block_start..line_start(text, anchor_of_block(def))]
-                .matches('\n')
-                .count();
-        let above = comment_lines_above(text, block_start, block_line);
-        let attached: Vec<usize> = (first_line..=def_line).chain(above).collect();
-        fence = attached_fence(ctx, &attached);
+        fence = attached_fence(ctx, &lines_speaking_for(def, text));
     }
 
     let span_start = decorated(def).map_or(def.start_byte(), |d| d.start_byte());
@@ -447,25 +435,6 @@ fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<
         }
         node = node.parent()?;
     }
-}
-
-/// Where a definition's block starts: its first decorator, or the `def`.
-fn anchor_of_block(def: Node<'_>) -> usize {
-    decorators(def)
-        .first()
-        .map_or(def.start_byte(), |d| d.start_byte())
-}
-
-/// The numbers of the comment-only lines right above the line that starts at
-/// `block_start` (line `first_line`), nearest first.
-fn comment_lines_above(text: &str, block_start: usize, first_line: usize) -> Vec<usize> {
-    text[..block_start]
-        .lines()
-        .rev()
-        .take_while(|l| l.trim_start().starts_with('#'))
-        .enumerate()
-        .map(|(i, _)| first_line - 1 - i)
-        .collect()
 }
 
 /// The fence state the comments on `lines` give: a suppression, else an

@@ -13,8 +13,8 @@ use tree_sitter::Node;
 
 use crate::analysis::bound::{as_bound_at, bound_by_no_definition, import_named_by};
 use crate::analysis::effects::local::Context;
-use crate::analysis::function_facts::function_fact;
 pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
+use crate::analysis::function_facts::{function_fact, left_alone};
 pub use crate::analysis::hook_values::Value;
 use crate::analysis::hook_values::value_of;
 use crate::analysis::module_names::{absolute, module_name, package_of};
@@ -300,6 +300,7 @@ impl ModuleFacts {
         let classes = Enclosing::new(class_nodes);
         let class_of = |node: Node<'_>| classes.around(node);
         defs.sort_by_key(|(def, _)| def.start_byte());
+        let left_alone_lines = crate::analysis::fences::left_alone_lines(root, text);
         for (def, name) in &defs {
             by_start.insert(def.start_byte(), facts.functions.len());
             let mut fact = function_fact(
@@ -311,6 +312,7 @@ impl ModuleFacts {
                 &functions,
                 &classes,
             );
+            fact.left_alone = left_alone(*def, text, &left_alone_lines);
             fact.qualname = qualnames.of(*def);
             facts.functions.push(fact);
         }

@@ -59,7 +59,14 @@ pub struct ProjectIndex<'v> {
     /// [`ProjectIndex::caller`]'s call targets, by the module's facts
     /// (their address) and the function's index.
     pub(super) callers: Mutex<HashMap<(usize, usize), CallTargets>>,
+    /// What [`ProjectIndex::discover`] found calls each protocol method on
+    /// hook objects (see [`crate::found::Discovered::dispatchers`]).
+    pub(super) dispatchers: std::sync::OnceLock<Dispatchers>,
 }
+
+/// The functions that call each protocol method on hook objects.
+pub(super) type Dispatchers =
+    std::collections::BTreeMap<String, std::collections::BTreeSet<crate::found::EntryPoint>>;
 
 /// For one module and keyword (`def`, `class`): the modules that may
 /// define each name.
@@ -123,6 +130,7 @@ impl<'v> ProjectIndex<'v> {
             callers: Mutex::default(),
             held: Mutex::default(),
             replayed: Mutex::default(),
+            dispatchers: std::sync::OnceLock::new(),
         }
     }
 

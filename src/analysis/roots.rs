@@ -168,7 +168,7 @@ impl ProjectIndex<'_> {
                 let mut pending: Vec<(FunctionRef, usize)> = vec![((Arc::clone(module), root), 0)];
                 while let Some((at, depth)) = pending.pop() {
                     if depth > 0 {
-                        self.dispatch_of_hook(&at.0, at.1, discovered);
+                        self.dispatch_of_hook(&at.0, at.1, false, discovered);
                     }
                     if depth == MOST_DISPATCH_DEPTH {
                         continue;

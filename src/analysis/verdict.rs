@@ -29,6 +29,10 @@ pub enum Status {
     /// without compiled autograd, and with it a fence adds a graph break per
     /// call (tests/torch/RESULTS.md, "Backward hooks").
     Backward { evidence: String, registrar: String },
+    /// An offload hook found by use that runs only inside entry points
+    /// that are fenced, or that the run fences: it runs eagerly already,
+    /// so it gets no fence of its own. `entry` says which and how.
+    Covered { evidence: String, entry: String },
 }
 
 impl Status {
@@ -42,6 +46,7 @@ impl Status {
             Status::Suppressed { .. } => "suppressed",
             Status::Declined { .. } => "declined",
             Status::Backward { .. } => "backward",
+            Status::Covered { .. } => "covered",
         }
     }
 }

@@ -56,6 +56,27 @@ pub(crate) fn finish(
             }
         }
     }
+    // A protocol method found only through dispatchers that are all fenced
+    // (or that the run fences) runs eagerly already: covered, no fence.
+    if let Some(project) = project {
+        for site in &mut sites {
+            let Status::Unfenced { evidence } = &site.status else {
+                continue;
+            };
+            if site.discovered_by.is_empty()
+                || site.discovered_by.iter().any(|f| f.how != "dispatch")
+            {
+                continue;
+            }
+            let method = site.candidate.qualname.rsplit('.').next().unwrap_or("");
+            if let Some(entry) = project.covering(method, options.reviewed, &options.discovered) {
+                site.status = Status::Covered {
+                    evidence: evidence.clone(),
+                    entry,
+                };
+            }
+        }
+    }
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))
         .collect();

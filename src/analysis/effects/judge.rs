@@ -8,6 +8,7 @@ use crate::analysis::effects::local::{Acts, Kind, LocalFacts};
 use crate::analysis::effects::record::{Effect, Summary, Target};
 use crate::analysis::module_facts::{FunctionFact, ModuleFacts};
 use crate::analysis::reached::Step;
+use crate::found::{Discovered, EntryPoint};
 
 /// What a hook's parameter is, by where torch puts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -423,6 +424,16 @@ impl crate::analysis::project::ProjectIndex<'_> {
     /// when the project does not hold it.
     pub fn judge_hook(&self, path: &std::path::Path, line: usize, column: usize) -> Option<Judged> {
         let module = self.module(path)?;
+        self.judge_function(module, line, column)
+    }
+
+    /// [`ProjectIndex::judge_hook`] of a function of `module`.
+    fn judge_function(
+        &self,
+        module: std::sync::Arc<ModuleFacts>,
+        line: usize,
+        column: usize,
+    ) -> Option<Judged> {
         let function = module.function_at(line, column)?;
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
         let mut judged = judge(&summary, &module, &module.functions[function]);
@@ -440,6 +451,54 @@ impl crate::analysis::project::ProjectIndex<'_> {
                 .cloned();
         }
         Some(judged)
+    }
+
+    /// What covers the protocol method `method` found by use: where every
+    /// function that calls it on hook objects is fenced in the source, or
+    /// is a registered hook this run fences (it does offload work and no
+    /// comment leaves it alone; not in a review, which may decline it),
+    /// the method runs eagerly whenever they call it. The entry points in
+    /// words (`_pre_forward_module_hook at pkg/hooks.py:12 (fenced by this
+    /// run)`), or `None` where one of them leaves it traced.
+    pub fn covering(&self, method: &str, reviewed: bool, known: &Discovered) -> Option<String> {
+        let mut entries: std::collections::BTreeSet<&EntryPoint> =
+            std::collections::BTreeSet::new();
+        entries.extend(known.dispatchers.get(method).into_iter().flatten());
+        entries.extend(
+            self.dispatchers
+                .get()
+                .and_then(|d| d.get(method))
+                .into_iter()
+                .flatten(),
+        );
+        if entries.is_empty() {
+            return None;
+        }
+        let mut described: Vec<String> = Vec::new();
+        for entry in entries {
+            let module = self.load(&entry.path)?;
+            let function = module.function_at(entry.line, entry.column)?;
+            let fact = &module.functions[function];
+            let how = match &fact.fenced {
+                Some(how) => format!("fenced by {how}"),
+                None if reviewed || !entry.registered || fact.left_alone => return None,
+                None => {
+                    self.judge_function(std::sync::Arc::clone(&module), entry.line, entry.column)?
+                        .evidence?;
+                    "fenced by this run".to_owned()
+                }
+            };
+            let place = format!(
+                "{} at {}:{} ({how})",
+                entry.qualname,
+                entry.path.display(),
+                entry.line
+            );
+            if !described.contains(&place) {
+                described.push(place);
+            }
+        }
+        Some(described.join(", "))
     }
 }
 
