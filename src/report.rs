@@ -236,6 +236,8 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
 }
 
 const RULE_ID: &str = "HF001";
+/// The informational rule of a covered hook: nothing to fix.
+const COVERED_RULE_ID: &str = "HF002";
 
 /// SARIF 2.1.0, as GitHub code scanning takes it: one result per unfenced
 /// offload hook, with its fix, and an informational one (level `none`) per
@@ -248,7 +250,7 @@ pub fn sarif(analysis: &Analysis) -> Value {
             if let Status::Covered { .. } = &site.status {
                 // Nothing to fix: recorded so the audit shows why.
                 results.push(json!({
-                    "ruleId": RULE_ID,
+                    "ruleId": COVERED_RULE_ID,
                     "kind": "informational",
                     "level": "none",
                     "message": {"text": format!(
@@ -324,6 +326,12 @@ pub fn sarif(analysis: &Analysis) -> Value {
                     "shortDescription": {"text": "Offload hook not fenced from torch.compile"},
                     "fullDescription": {"text": "A hook that moves, casts or syncs module state runs inside torch.compile's traced forward; fence it with @torch.compiler.disable()."},
                     "defaultConfiguration": {"level": "error"},
+                }, {
+                    "id": COVERED_RULE_ID,
+                    "name": "CoveredOffloadHook",
+                    "shortDescription": {"text": "Offload hook that runs only inside fenced entry points"},
+                    "fullDescription": {"text": "A hook that moves module state, reached only through entry points fenced from torch.compile: it runs eagerly already and needs no fence of its own."},
+                    "defaultConfiguration": {"level": "none"},
                 }],
             }},
             "invocations": [{

@@ -3250,7 +3250,15 @@ fn a_method_reached_only_inside_fenced_entry_points_is_covered_in_every_format()
         .filter(|r| r["kind"] == "informational")
         .collect();
     assert_eq!(informational.len(), 2, "{sarif:#}");
-    assert!(informational.iter().all(|r| r["level"] == "none"));
+    assert!(
+        informational
+            .iter()
+            .all(|r| r["level"] == "none" && r["ruleId"] == "HF002")
+    );
+    assert_eq!(
+        sarif["runs"][0]["tool"]["driver"]["rules"][1]["id"], "HF002",
+        "{sarif:#}"
+    );
     assert_eq!(results.iter().filter(|r| r["level"] == "error").count(), 2);
     // GitHub: a notice per covered hook.
     let github = p.run(&["--format", "github", "pkg"]).stdout_str();
@@ -3325,4 +3333,81 @@ fn a_method_reached_only_inside_fenced_entry_points_is_covered_in_every_format()
         stages.contains("@torch.compiler.disable()\n    def refresh"),
         "{stages}"
     );
+}
+
+#[test]
+fn a_forward_wrapper_or_a_non_recursive_fence_covers_nothing() {
+    // `lift` is dispatched by a registered hook the run fences, and also by
+    // a forward wrapper, which runs traced; `drop_` only by a hook fenced
+    // with `recursive=False`, under which dynamo still compiles what it
+    // calls. Neither is covered.
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        (
+            "pkg/objects.py",
+            b"class Lifter:
+    def lift(self, module):
+        module.to(\"cuda\")
+
+    def drop_(self, module):
+        module.to(\"cpu\")
+",
+        ),
+        (
+            "pkg/install.py",
+            b"import torch
+
+
+def install(model, hooks):
+    def enter(module, args):
+        for hook in hooks:
+            hook.lift(module)
+
+    @torch.compiler.disable(recursive=False)
+    def leave(module, args, output):
+        for hook in hooks:
+            hook.drop_(module)
+
+    for sub in model.modules():
+        sub.register_forward_pre_hook(enter)
+        sub.register_forward_hook(leave)
+
+
+def wrap(module, hooks):
+    old_forward = module.forward
+
+    def new_forward(*args, **kwargs):
+        for hook in hooks:
+            hook.lift(module)
+        return old_forward(*args, **kwargs)
+
+    module.forward = new_forward
+",
+        ),
+    ]);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&p.run(&["--format", "json", "pkg"]).stdout).unwrap();
+    let status = |qualname: &str| -> String {
+        doc["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["qualname"] == qualname)
+            .unwrap_or_else(|| panic!("{qualname} in {doc:#}"))["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(status("Lifter.lift"), "unfenced", "{doc:#}");
+    assert_eq!(status("Lifter.drop_"), "unfenced", "{doc:#}");
+    assert_eq!(doc["summary"]["covered"], 0, "{doc:#}");
+    // Without the wrapper, the fenced `enter` covers `lift`.
+    let text = String::from_utf8(p.read("pkg/install.py")).unwrap();
+    p.write(
+        "pkg/install.py",
+        &text[..text.find("\n\ndef wrap").unwrap() + 1],
+    );
+    let list = p.run(&["--list", "pkg"]).stdout_str();
+    assert!(list.contains("covered  Lifter.lift"), "{list}");
+    assert!(list.contains("unfenced  Lifter.drop_"), "{list}");
 }

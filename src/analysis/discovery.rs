@@ -273,6 +273,19 @@ impl ProjectIndex<'_> {
                         .protocols
                         .entry(method.clone())
                         .or_insert_with(|| why.clone());
+                    // A forward wrapper runs inside the traced forward and
+                    // is never fenced: the method it calls is not covered.
+                    discovered
+                        .dispatchers
+                        .entry(method.clone())
+                        .or_default()
+                        .insert(EntryPoint {
+                            path: module.path.clone(),
+                            line: function.line,
+                            column: function.column,
+                            qualname: function.qualname.clone(),
+                            registered: false,
+                        });
                 }
                 Callee::Name(_) => {
                     for (target_module, target) in self.targets(module, wrapper, call) {

@@ -474,29 +474,45 @@ impl crate::analysis::project::ProjectIndex<'_> {
         if entries.is_empty() {
             return None;
         }
+        // A fence that leaves what the function calls to the compiler
+        // (`recursive=False`) covers nothing.
+        let recursive = |how: &str| !how.replace(' ', "").contains("recursive=False");
         let mut described: Vec<String> = Vec::new();
+        let mut seen: std::collections::BTreeSet<(std::path::PathBuf, usize, usize)> =
+            std::collections::BTreeSet::new();
         for entry in entries {
+            if !seen.insert((
+                crate::found::identity(&entry.path),
+                entry.line,
+                entry.column,
+            )) {
+                continue;
+            }
             let module = self.load(&entry.path)?;
             let function = module.function_at(entry.line, entry.column)?;
             let fact = &module.functions[function];
             let how = match &fact.fenced {
-                Some(how) => format!("fenced by {how}"),
-                None if reviewed || !entry.registered || fact.left_alone => return None,
+                Some(how) if recursive(how) => format!("fenced by {how}"),
+                Some(_) => return None,
+                None if reviewed
+                    || !entry.registered
+                    || fact.left_alone
+                    || !recursive(&self.vocabulary.decorator) =>
+                {
+                    return None;
+                }
                 None => {
                     self.judge_function(std::sync::Arc::clone(&module), entry.line, entry.column)?
                         .evidence?;
                     "fenced by this run".to_owned()
                 }
             };
-            let place = format!(
+            described.push(format!(
                 "{} at {}:{} ({how})",
                 entry.qualname,
                 entry.path.display(),
                 entry.line
-            );
-            if !described.contains(&place) {
-                described.push(place);
-            }
+            ));
         }
         Some(described.join(", "))
     }
