@@ -30,7 +30,13 @@ pub struct ModuleCache {
     /// (an autograd Function's `forward` handed a weight) reads it here.
     pub(crate) step_evidence:
         Mutex<HashMap<(PathBuf, usize), crate::analysis::effects::record::Effect>>,
+    /// For each import root: the files below it that define each name with
+    /// `def`, read once per run (see `ProjectIndex::project_definers`).
+    pub(crate) definers: Mutex<HashMap<PathBuf, Definers>>,
 }
+
+/// The files that define each name with `def`.
+pub(crate) type Definers = Arc<HashMap<Box<str>, Vec<PathBuf>>>;
 
 impl ModuleCache {
     /// A cache whose reads are confined by `confinement`.

@@ -3,7 +3,7 @@
 //! without parsing it (the names it spells after `def` or `class`, read once
 //! per file) and answered once per module and name.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::analysis::module_facts::ModuleFacts;
@@ -137,6 +137,90 @@ impl ProjectIndex<'_> {
             }
         };
         words.is_some_and(|words| words.contains(word))
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// The modules below `module`'s import root that define `word` with
+    /// `def`, when at most `most` files do: where a method of a value of
+    /// unknown type is looked up when neither its module nor what that
+    /// imports defines it (`param.colo_attr.set_data_none()`, the class
+    /// set on the weight in a module nobody imports). Every Python file
+    /// there is read once per run for the names it defines, whichever files
+    /// the run parsed, so the prefilter and a run over one file give the
+    /// same answer.
+    pub(super) fn project_definers(
+        &self,
+        module: &Arc<ModuleFacts>,
+        word: &str,
+        most: usize,
+    ) -> Vec<Arc<ModuleFacts>> {
+        let Some(root) = &module.import_root else {
+            return Vec::new();
+        };
+        let definers = self.definers_below(root);
+        let Some(files) = definers.get(word) else {
+            return Vec::new();
+        };
+        if files.len() > most {
+            return Vec::new();
+        }
+        files
+            .iter()
+            .filter(|file| self.loaded.confinement.allows(file))
+            .filter_map(|file| self.load(file))
+            .collect()
+    }
+
+    /// The files below `root` that define each name with `def`, read once.
+    fn definers_below(&self, root: &Path) -> crate::analysis::module_cache::Definers {
+        let lock = || {
+            self.loaded
+                .definers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(root) {
+            return Arc::clone(known);
+        }
+        let mut found: std::collections::HashMap<Box<str>, Vec<PathBuf>> =
+            std::collections::HashMap::new();
+        let top = if root.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            root
+        };
+        let walk = ignore::WalkBuilder::new(top).build();
+        for entry in walk.filter_map(Result::ok) {
+            if !entry.file_type().is_some_and(|t| t.is_file())
+                || entry.path().extension().is_none_or(|e| e != "py")
+            {
+                continue;
+            }
+            // Spelled as the modules an import reaches are: the root joined
+            // with the path below it.
+            let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
+            let path = root.join(below);
+            let Ok(raw) = crate::source::read_file_limited(
+                &path,
+                crate::source::MAX_SOURCE_BYTES,
+                "a Python source",
+            ) else {
+                continue;
+            };
+            let Ok(source) = crate::source::Source::decode(raw) else {
+                continue;
+            };
+            let text = crate::analysis::shadow::nfkc(&source.text);
+            for word in crate::analysis::unparsed::defined_words(&text, "def") {
+                found.entry(word).or_default().push(path.clone());
+            }
+        }
+        for files in found.values_mut() {
+            files.sort();
+        }
+        let found = Arc::new(found);
+        Arc::clone(lock().entry(root.to_path_buf()).or_insert(found))
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts, Value};
+use crate::analysis::module_facts::{CallFact, Callee, FunctionFact, ModuleFacts, Value};
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
@@ -419,14 +419,14 @@ impl<'v> ProjectIndex<'v> {
                         if !typed.is_empty() {
                             return typed;
                         }
-                        return self.untyped_or_held(module, method);
+                        return self.untyped_or_held(module, method, false);
                     }
                     if module.classes.contains_key(r) {
                         return self.method_of(module, r, method, &mut HashSet::new());
                     }
                     if call.not_the_import {
                         // A local value that is no import: of no known type.
-                        return self.untyped_or_held(module, method);
+                        return self.untyped_or_held(module, method, held_receiver(caller, call));
                     }
                     if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
                         let full = match r.split_once('.') {
@@ -450,15 +450,22 @@ impl<'v> ProjectIndex<'v> {
                         return Vec::new();
                     }
                 }
-                self.untyped_or_held(module, method)
+                self.untyped_or_held(module, method, held_receiver(caller, call))
             }
         }
     }
 
     /// [`ProjectIndex::untyped`], else what an attribute of that name is
     /// set to in the module (`ctx.post_backward = _run_after_backward`).
-    fn untyped_or_held(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
-        let found = self.untyped(module, method);
+    /// `held`: the receiver is a value the caller holds (see
+    /// [`held_receiver`]), which may be of any class of the project.
+    fn untyped_or_held(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: &str,
+        held: bool,
+    ) -> Vec<FunctionRef> {
+        let found = self.untyped(module, method, held);
         if !found.is_empty() || GENERIC_METHODS.contains(&method) {
             return found;
         }
@@ -520,12 +527,12 @@ impl<'v> ProjectIndex<'v> {
     }
 
     /// The indexed methods named `method`, when few classes define one.
-    fn untyped(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
+    fn untyped(&self, module: &Arc<ModuleFacts>, method: &str, held: bool) -> Vec<FunctionRef> {
         if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
             return Vec::new();
         }
         let mut found: Vec<FunctionRef> = Vec::new();
-        for module in self.neighbourhood(module, "def", method) {
+        let methods_in = |module: Arc<ModuleFacts>, found: &mut Vec<FunctionRef>| {
             // In the order of the module's functions, not of its class map
             // (whose order differs from run to run).
             let mut methods: Vec<usize> = module
@@ -536,6 +543,18 @@ impl<'v> ProjectIndex<'v> {
                 .collect();
             methods.sort_unstable();
             found.extend(methods.into_iter().map(|i| (Arc::clone(&module), i)));
+        };
+        for module in self.neighbourhood(module, "def", method) {
+            methods_in(module, &mut found);
+        }
+        if found.is_empty() && held {
+            // Defined nowhere near: the project's few definitions of it. Not
+            // for what a call returned: that call tells the class, and one
+            // the analysis cannot see into hands back objects of the library
+            // it belongs to, not the project's.
+            for module in self.project_definers(module, method, MOST_UNTYPED_TARGETS) {
+                methods_in(module, &mut found);
+            }
         }
         if found.len() > MOST_UNTYPED_TARGETS {
             return Vec::new();
@@ -750,4 +769,24 @@ fn read_module(
     } else {
         build()
     })
+}
+
+/// Whether the receiver of `call` is a weight `caller` holds, or an object
+/// attached to one (`param.colo_attr`): held as a parameter, a capture or a
+/// module-level name, never what a call returned or what the function made.
+/// A weight's class and what is attached to it come from the project's
+/// parameter management, which a module that uses them seldom imports.
+fn held_receiver(caller: &FunctionFact, call: &CallFact) -> bool {
+    use crate::analysis::effects::value::{Root, Shape};
+    caller
+        .local
+        .call_at(call.start)
+        .and_then(|values| values.receiver.as_ref())
+        .is_some_and(|receiver| {
+            receiver.iter().next().is_some()
+                && receiver.iter().all(|val| {
+                    val.shape == Shape::Tensor
+                        && matches!(val.root, Root::Param(_) | Root::Outer(_) | Root::Global(_))
+                })
+        })
 }
