@@ -275,17 +275,7 @@ impl ProjectIndex<'_> {
                         .or_insert_with(|| why.clone());
                     // A forward wrapper runs inside the traced forward and
                     // is never fenced: the method it calls is not covered.
-                    discovered
-                        .dispatchers
-                        .entry(method.clone())
-                        .or_default()
-                        .insert(EntryPoint {
-                            path: module.path.clone(),
-                            line: function.line,
-                            column: function.column,
-                            qualname: function.qualname.clone(),
-                            registered: false,
-                        });
+                    discovered.add_dispatcher(method, module, wrapper, false);
                 }
                 Callee::Name(_) => {
                     for (target_module, target) in self.targets(module, wrapper, call) {
@@ -391,17 +381,7 @@ impl ProjectIndex<'_> {
                     line: call.line,
                     backward: None,
                 });
-            discovered
-                .dispatchers
-                .entry(method.clone())
-                .or_default()
-                .insert(EntryPoint {
-                    path: module.path.clone(),
-                    line: function.line,
-                    column: function.column,
-                    qualname: function.qualname.clone(),
-                    registered,
-                });
+            discovered.add_dispatcher(method, module, hook, registered);
         }
     }
 }
@@ -423,6 +403,28 @@ impl Discovered {
         if entry.backward.is_some() && why.backward.is_none() {
             *entry = why.clone();
         }
+    }
+
+    /// Records `module`'s function `function` as calling the protocol
+    /// method `method` on hook objects (`registered`: see [`EntryPoint`]).
+    pub(super) fn add_dispatcher(
+        &mut self,
+        method: &str,
+        module: &ModuleFacts,
+        function: usize,
+        registered: bool,
+    ) {
+        let fact = &module.functions[function];
+        self.dispatchers
+            .entry(method.to_owned())
+            .or_default()
+            .insert(EntryPoint {
+                path: module.path.clone(),
+                line: fact.line,
+                column: fact.column,
+                qualname: fact.qualname.clone(),
+                registered,
+            });
     }
 
     /// The functions `other` found by use, added as [`Discovered::add_function`]
