@@ -116,17 +116,7 @@ impl ProjectIndex<'_> {
             Some(words) => words,
             None => {
                 // Read without the lock held; each file once per keyword.
-                let words = crate::source::read_file_limited(
-                    path,
-                    crate::source::MAX_SOURCE_BYTES,
-                    "a Python source",
-                )
-                .ok()
-                .and_then(|raw| crate::source::Source::decode(raw).ok())
-                .map(|source| {
-                    let text = crate::analysis::shadow::nfkc(&source.text);
-                    Arc::new(crate::analysis::unparsed::defined_words(&text, keyword))
-                });
+                let words = defined_in(path, keyword).map(Arc::new);
                 self.defined
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -201,18 +191,7 @@ impl ProjectIndex<'_> {
             // with the path below it.
             let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
             let path = root.join(below);
-            let Ok(raw) = crate::source::read_file_limited(
-                &path,
-                crate::source::MAX_SOURCE_BYTES,
-                "a Python source",
-            ) else {
-                continue;
-            };
-            let Ok(source) = crate::source::Source::decode(raw) else {
-                continue;
-            };
-            let text = crate::analysis::shadow::nfkc(&source.text);
-            for word in crate::analysis::unparsed::defined_words(&text, "def") {
+            for word in defined_in(&path, "def").into_iter().flatten() {
                 found.entry(word).or_default().push(path.clone());
             }
         }
@@ -222,6 +201,18 @@ impl ProjectIndex<'_> {
         let found = Arc::new(found);
         Arc::clone(lock().entry(root.to_path_buf()).or_insert(found))
     }
+}
+
+/// The names the file at `path` defines with `keyword` (`def`, `class`), as
+/// CPython reads names (NFKC); `None` for a file that cannot be read or
+/// decoded.
+fn defined_in(path: &Path, keyword: &str) -> Option<std::collections::HashSet<Box<str>>> {
+    let raw =
+        crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
+            .ok()?;
+    let source = crate::source::Source::decode(raw).ok()?;
+    let text = crate::analysis::shadow::nfkc(&source.text);
+    Some(crate::analysis::unparsed::defined_words(&text, keyword))
 }
 
 /// Where answers for `keyword` are kept: `def` first, `class` second.
