@@ -121,6 +121,12 @@ pub fn run(
         let text = guard::pytest_module(&analysis, out);
         if let Err(err) = guard::write_target(target, &text) {
             analysis.errors.push(err);
+        } else if !guard::checks_anything(&analysis) {
+            writeln!(
+                stderr,
+                "hookfence: note: {}: the guard checks nothing (no fenced hook can be imported by name, no helper module)",
+                out.display()
+            )?;
         }
     }
 

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
 mod common;
-use common::{BIN, COVERED, HOOK, HOOK_FENCED, Project, Run, python_imports};
+use common::{BIN, COVERED, HOOK, HOOK_FENCED, Project, Run, python_imports, wrap_project};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -1334,18 +1334,6 @@ fn import_torch_goes_after_a_multiline_docstring_and_future_import() {
 
 /// A package with a hook in a subpackage that imports its siblings
 /// relatively, and one at the top that imports absolutely.
-fn wrap_project() -> Project {
-    Project::new(&[
-        ("pkg/__init__.py", b""),
-        ("pkg/hooks.py", HOOK.as_bytes()),
-        ("pkg/sub/__init__.py", b""),
-        (
-            "pkg/sub/offload.py",
-            b"from ..hooks import ModelHook\n\n\nclass DiskOffload(ModelHook):\n    def post_forward(self, module, output):\n        module.cpu()\n        return output\n",
-        ),
-    ])
-}
-
 #[test]
 fn a_registered_lambda_keeps_its_name_once_fenced() {
     // `--list` names the lambda by its qualname before the fence and after
@@ -1515,11 +1503,11 @@ fn emit_pytest_lists_every_importable_fenced_hook() {
     run.expect_code(0);
     let guard = p.read_str("tests/test_fences.py");
     assert!(
-        guard.contains("(\"pkg.hooks\", \"CpuOffload.pre_forward\"),"),
+        guard.contains("(\"pkg.hooks\", \"CpuOffload.pre_forward\", None),"),
         "{guard}"
     );
     assert!(
-        guard.contains("(\"pkg.sub.offload\", \"DiskOffload.post_forward\"),"),
+        guard.contains("(\"pkg.sub.offload\", \"DiskOffload.post_forward\", None),"),
         "{guard}"
     );
     assert!(guard.contains("    \"pkg._no_compile\","), "{guard}");
@@ -1614,7 +1602,7 @@ fn emit_pytest_creates_a_new_file_and_replaces_only_its_own() {
         .expect_code(1);
     let first = p.read_str(guard);
     assert!(
-        first.contains("(\"pkg.hooks\", \"CpuOffload.pre_forward\"),"),
+        first.contains("(\"pkg.hooks\", \"CpuOffload.pre_forward\", None),"),
         "{first}"
     );
 
@@ -1897,7 +1885,7 @@ fn wrapped_packages_import_with_cpython_and_reuse_their_helper() {
     python_imports(
         p.root(),
         &["test_fences"],
-        "for m, q in test_fences.HOOKS:\n    test_fences.test_hook_is_disabled_for_torch_compile(m, q)\nfor h in test_fences.HELPERS:\n    test_fences.test_helper_registry_is_all_disabled(h)\nassert len(test_fences.HOOKS) == 2 and test_fences.HELPERS == ['pkg._no_compile']",
+        "for m, q, w in test_fences.HOOKS:\n    test_fences.test_hook_is_disabled_for_torch_compile(m, q, w)\nfor h in test_fences.HELPERS:\n    test_fences.test_helper_registry_is_all_disabled(h)\nassert len(test_fences.HOOKS) == 2 and test_fences.HELPERS == ['pkg._no_compile']",
     )
     .unwrap();
     let audit = "assert len(pkg._no_compile.registered_hooks()) == 2\npkg._no_compile.assert_all_disabled()";

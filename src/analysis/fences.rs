@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tree_sitter::Node;
 
+use crate::analysis::file_facts::FencedBy;
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
@@ -174,10 +175,12 @@ pub fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
 pub(super) struct Fences {
     /// Module-level functions whose body calls a disable: `_compiler_disable`.
     pub(super) wrappers: HashSet<String>,
-    /// `(Class, method)` fenced by `Cls.m = disable(Cls.m)`, with its line.
-    pub(super) patched_methods: HashMap<(String, String), usize>,
-    /// Module-level functions fenced by `f = disable(f)`, with its line.
-    pub(super) patched_functions: HashMap<String, usize>,
+    /// `(Class, method)` fenced by `Cls.m = disable(Cls.m)`, with its line
+    /// and what fences it.
+    pub(super) patched_methods: HashMap<(String, String), (usize, FencedBy)>,
+    /// Module-level functions fenced by `f = disable(f)`, with its line and
+    /// what fences it.
+    pub(super) patched_functions: HashMap<String, (usize, FencedBy)>,
     /// Lines holding a commented-out disable decorator.
     pub(super) optout_lines: HashSet<usize>,
     /// Lines holding `# hookfence: ignore`, with the reason given, if any.
@@ -202,8 +205,34 @@ impl<'t> FileContext<'t> {
             || is_fence_path(&self.bindings.resolve(dotted), self.vocabulary)
     }
 
+    /// What a fence spelled `callee` in this file is (see [`FencedBy`]).
+    pub(super) fn fenced_by(&self, callee: &str) -> FencedBy {
+        fenced_by(callee, &self.fences.wrappers, &self.bindings)
+    }
+
     pub(super) fn is_partial(&self, dotted: &str) -> bool {
         dotted == "partial" || self.bindings.resolve(dotted) == "functools.partial"
+    }
+}
+
+/// What a fence spelled `callee` is, given the file's wrappers and imports:
+/// a module-level wrapper of the file, the wrap helper, torch's disable, or
+/// anything else the file imports as a fence (a project's wrapper, a
+/// configured spelling).
+fn fenced_by(callee: &str, wrappers: &HashSet<String>, bindings: &Bindings) -> FencedBy {
+    if wrappers.contains(callee) {
+        return FencedBy::Wrapper {
+            path: callee.to_owned(),
+            local: true,
+        };
+    }
+    let path = bindings.resolve(callee);
+    if path.rsplit('.').next() == Some(crate::analysis::vocabulary::WRAP_HELPER_FUNCTION) {
+        FencedBy::Helper { path }
+    } else if is_disable_path(&path) {
+        FencedBy::Torch
+    } else {
+        FencedBy::Wrapper { path, local: false }
     }
 }
 
@@ -481,19 +510,20 @@ pub(super) fn collect_fences<'t>(
             continue;
         }
         let line = fence.start_position().row + 1;
+        let by = fenced_by(&fence_name, &wrappers, bindings);
         let target = strip_space(text_of(target, text));
         match (owner, attribute, function) {
             (Some(owner), Some(attribute), _) => {
                 let owner = text_of(owner, text).to_owned();
                 let attribute = text_of(attribute, text).to_owned();
                 if target == format!("{owner}.{attribute}") {
-                    patched_methods.insert((owner, attribute), line);
+                    patched_methods.insert((owner, attribute), (line, by));
                 }
             }
             (_, _, Some(function)) => {
                 let function = text_of(function, text).to_owned();
                 if target == function {
-                    patched_functions.insert(function, line);
+                    patched_functions.insert(function, (line, by));
                 }
             }
             _ => {}

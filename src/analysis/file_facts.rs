@@ -20,8 +20,12 @@ pub struct ClassFact {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FenceState {
     Unfenced,
-    /// Fenced; the text says how (`@torch.compiler.disable()`).
-    Fenced(String),
+    /// Fenced; `how` says how (`@torch.compiler.disable()`), `by` what
+    /// fences it, as a check at run time must look for it.
+    Fenced {
+        how: String,
+        by: FencedBy,
+    },
     /// A commented-out disable decorator stands right above it.
     OptedOut {
         line: usize,
@@ -57,6 +61,27 @@ pub enum Target {
 pub struct Owner {
     pub class: String,
     pub bases: Vec<String>,
+}
+
+/// What fences a function that is fenced already: what the guard
+/// (`--emit-pytest`) checks at run time, so that it passes exactly where
+/// `--check` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FencedBy {
+    /// torch's disable: the function bound at the hook's name carries
+    /// dynamo's marker.
+    Torch,
+    /// The wrap strategy's helper (`no_compile`), which calls torch's
+    /// disable and records the hook: the marker, and the helper module's
+    /// audit. `path` is the import path the file binds it to (relative as
+    /// written: `._no_compile.no_compile`).
+    Helper { path: String },
+    /// A function of the project that fences what it is given, at once or
+    /// on the first call (accelerate's lazy `_compiler_disable`), or a
+    /// configured spelling: `path` is the import path the file binds it to
+    /// (relative as written), or, when `local`, the name of a module-level
+    /// function of the file itself.
+    Wrapper { path: String, local: bool },
 }
 
 /// Where a fence of a candidate is evaluated: the scope its decorator (or

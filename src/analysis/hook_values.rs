@@ -70,7 +70,8 @@ pub fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Op
 pub(super) enum Resolved<'t> {
     Def(Node<'t>),
     Lambda(Node<'t>),
-    /// `torch.compiler.disable(fn)` passed directly: already fenced.
+    /// `torch.compiler.disable(fn)` passed directly: already fenced; the
+    /// callee as written.
     FencedInPlace(Node<'t>, String),
     Unresolved(String),
 }
@@ -135,7 +136,7 @@ pub(super) fn resolve_hook<'t>(
                 .and_then(|a| a.named_child(0));
             match (callee, first_argument) {
                 (Some(callee), _) if ctx.is_fence_callee(&callee) => {
-                    Resolved::FencedInPlace(expression, format!("{callee}(...)"))
+                    Resolved::FencedInPlace(expression, callee)
                 }
                 (Some(callee), Some(inner)) if ctx.is_partial(&callee) => {
                     return resolve_hook(ctx, inner, site, depth + 1);

@@ -258,9 +258,12 @@ pub fn analyze_with(
                         .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
                     entry.note_registration(at, backward.clone());
                 }
-                Resolved::FencedInPlace(expression, spelling) => {
-                    let mut candidate =
-                        lambda_candidate(&ctx, expression, FenceState::Fenced(spelling));
+                Resolved::FencedInPlace(expression, callee) => {
+                    let fence = FenceState::Fenced {
+                        how: format!("{callee}(...)"),
+                        by: ctx.fenced_by(&callee),
+                    };
+                    let mut candidate = lambda_candidate(&ctx, expression, fence);
                     // Named as the lambda it wraps was named before the
                     // fence: one site, one name, fenced or not.
                     let wrapped = expression
@@ -345,8 +348,13 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     // Already fenced?
     let mut fence = decorators
         .iter()
-        .find(|d| decorator_callee(**d, text).is_some_and(|c| ctx.is_fence_callee(&c)))
-        .map(|d| FenceState::Fenced(strip_space(text_of(*d, text))))
+        .find_map(|d| {
+            let callee = decorator_callee(*d, text).filter(|c| ctx.is_fence_callee(c))?;
+            Some(FenceState::Fenced {
+                how: strip_space(text_of(*d, text)),
+                by: ctx.fenced_by(&callee),
+            })
+        })
         .unwrap_or(FenceState::Unfenced);
     if fence == FenceState::Unfenced {
         let patched = match &owner_class {
@@ -357,8 +365,11 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
             None if binding_scope(def).is_none() => ctx.fences.patched_functions.get(name),
             None => None,
         };
-        if let Some(line) = patched {
-            fence = FenceState::Fenced(format!("reassigned through a disable at line {line}"));
+        if let Some((line, by)) = patched {
+            fence = FenceState::Fenced {
+                how: format!("reassigned through a disable at line {line}"),
+                by: by.clone(),
+            };
         }
     }
 

@@ -31,7 +31,7 @@ pub fn module_name(path: &Path) -> String {
 }
 
 /// The package a module's relative imports start from.
-pub(super) fn package_of(path: &Path, module: &str) -> String {
+pub fn package_of(path: &Path, module: &str) -> String {
     let is_package = path.file_stem().is_some_and(|s| s == "__init__");
     if is_package {
         module.to_owned()
@@ -45,7 +45,7 @@ pub(super) fn package_of(path: &Path, module: &str) -> String {
 /// A relative import's path, as the matcher spells it (`{module}.{name}`:
 /// `.x.y` for `from .x import y`, `..y` for `from . import y`), made absolute
 /// from `package`; absolute paths as they are.
-pub(super) fn absolute(path: &str, package: &str) -> String {
+pub fn absolute(path: &str, package: &str) -> String {
     let mut dots = path.chars().take_while(|&c| c == '.').count();
     if dots == 0 {
         return path.to_owned();

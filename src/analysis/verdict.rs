@@ -303,7 +303,7 @@ pub fn decide(
         }
     };
     let status = match &candidate.fence {
-        FenceState::Fenced(how) => Status::Fenced(how.clone()),
+        FenceState::Fenced { how, .. } => Status::Fenced(how.clone()),
         FenceState::OptedOut { line } => Status::OptedOut { line: *line },
         FenceState::Suppressed { line, reason } => Status::Suppressed {
             line: *line,

@@ -169,6 +169,37 @@ impl Project {
     }
 }
 
+impl Project {
+    /// Runs hookfence with `args` at the project root, stdin closed and
+    /// stdout/stderr piped (no terminal).
+    pub fn hookfence(&self, args: &[&str]) -> Run {
+        let child = std::process::Command::new(BIN)
+            .args(args)
+            .current_dir(self.root())
+            .env_remove("NO_COLOR")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        finish(child, &format!("hookfence {args:?}")).into()
+    }
+}
+
+/// A package with two offload hooks in two modules ([`HOOK`], and a
+/// subclass of its base in a subpackage that imports it relatively).
+pub fn wrap_project() -> Project {
+    Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/hooks.py", HOOK.as_bytes()),
+        ("pkg/sub/__init__.py", b""),
+        (
+            "pkg/sub/offload.py",
+            b"from ..hooks import ModelHook\n\n\nclass DiskOffload(ModelHook):\n    def post_forward(self, module, output):\n        module.cpu()\n        return output\n",
+        ),
+    ])
+}
+
 /// One offload hook (`CpuOffload.pre_forward`) next to a base class whose
 /// hook does nothing and is not fenced.
 pub const HOOK: &str = r#"import torch
@@ -198,18 +229,28 @@ class CpuOffload(ModelHook):
 "#;
 
 /// A stand-in for torch, enough to import fenced modules with CPython:
-/// `torch.compiler.disable` marks the function the way dynamo's own
-/// `disable` does (`_torchdynamo_disable = True`) and returns it.
-const STUB_TORCH: &str = r#"import types
+/// `torch.compiler.disable` (and `torch._dynamo.disable`) returns a wrapper
+/// of the function marked the way dynamo's own `disable` marks it
+/// (`_torchdynamo_disable = True`, `_torchdynamo_orig_callable`,
+/// `functools.wraps`).
+const STUB_TORCH: &str = r#"import functools
+import types
 
 def _disable(fn=None, recursive=True, reason=None):
     def mark(f):
-        f._torchdynamo_disable = True
-        return f
+        @functools.wraps(f)
+        def disabled(*args, **kwargs):
+            return f(*args, **kwargs)
+        disabled._torchdynamo_disable = True
+        disabled._torchdynamo_orig_callable = f
+        return disabled
     return mark if fn is None else mark(fn)
 
 compiler = types.SimpleNamespace(disable=_disable)
 "#;
+
+/// `torch._dynamo` of the stand-in.
+const STUB_DYNAMO: &str = "from torch import _disable as disable\n";
 
 /// A stand-in for pytest, enough to import a generated test file and call
 /// its tests by hand: `pytest.mark.parametrize` leaves the function as it is.
@@ -226,6 +267,8 @@ pub fn python_imports(root: &Path, modules: &[&str], then: &str) -> Result<(), S
     let stub = tempfile::tempdir().expect("stub dir");
     fs::create_dir(stub.path().join("torch")).unwrap();
     fs::write(stub.path().join("torch/__init__.py"), STUB_TORCH).unwrap();
+    fs::create_dir(stub.path().join("torch/_dynamo")).unwrap();
+    fs::write(stub.path().join("torch/_dynamo/__init__.py"), STUB_DYNAMO).unwrap();
     fs::write(stub.path().join("pytest.py"), STUB_PYTEST).unwrap();
     let imports: String = modules.iter().map(|m| format!("import {m}\n")).collect();
     let code = format!("import sys\nsys.path[:0] = sys.argv[1:3]\n{imports}{then}\n");

@@ -12,6 +12,9 @@
 #      prefix/    pristine
 #      decorate/  hookfence --apply                 (default strategy)
 #      wrap/      hookfence --apply --strategy wrap (when --help lists --strategy)
+#    current/   accelerate 1.15.0, whose hooks upstream fenced with its own
+#               lazy wrapper (`_compiler_disable`): --check and the emitted
+#               guard both pass, and both fail with one of its fences removed
 #    Each tree also gets tests/torch/plain_hook.py as hookfence_plain_hook.py,
 #    so hookfence fences a plain register_forward_pre_hook hook too, and
 #    tests/torch/block_swap.py as hookfence_block_swap.py, whose two backward
@@ -24,7 +27,14 @@
 #    registered_hooks() / assert_all_disabled()), the emitted pytest,
 #    compile_offload.py per tree judged by verdict.py, and negative controls:
 #    with one fence line removed from hooks.py, the marker check and the
-#    emitted pytest must fail (exit 1).
+#    emitted pytest must fail (exit 1). The guard a dry run writes on prefix/
+#    fails there, as --check does; regenerated with --check on a rewritten
+#    tree, it is byte for byte the one --apply wrote.
+#    The lazy-fence experiment: lazy_fence.py on the wrap tree's helper
+#    (import cost, graph breaks, graphs and fullgraph=True against the eager
+#    fence); verdict.py also checks that the wrap tree's `import
+#    accelerate.hooks` does not pull in torch._dynamo and costs no more
+#    breaks or graphs than the decorate tree in any case.
 #    The backward-hook experiment: compile_backward.py on the decorate tree's
 #    hookfence_block_swap.py (hooks as hookfence left them, and fenced),
 #    trained with torch.compile with and without compiled autograd, judged by
@@ -41,6 +51,10 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 CACHE="${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}"
 ACCELERATE_WHEEL="accelerate-1.12.0-py3-none-any.whl"
 ACCELERATE_SHA256="3e2091cd341423207e2f084a6654b1efcd250dc326f2a37d6dde446e07cabb11"
+# The current release, whose hooks upstream fenced with its own lazy wrapper
+# (`_compiler_disable`, PR #3947).
+CURRENT_WHEEL="accelerate-1.15.0-py3-none-any.whl"
+CURRENT_SHA256="97eacca0b73e45cb867dbf8c5d5d4dc32219544300e0c8992c7334dc2ef33cec"
 
 # Tiny models on 2 cores: a second OpenMP thread makes every small CPU matmul
 # take ~24 ms here (thread wake-up), which drowns the timings; one thread
@@ -55,15 +69,21 @@ fi
 HELP="$("$HOOKFENCE" --help)"
 
 mkdir -p "$CACHE/wheels"
+# fetch_wheel NAME==VERSION FILE SHA256: the wheel, hash-pinned, cached.
+fetch_wheel() {
+  local spec="$1" file="$2" sha="$3" reqs
+  if [[ ! -f "$CACHE/wheels/$file" ]]; then
+    reqs="$(mktemp)"
+    echo "$spec --hash=sha256:$sha" >"$reqs"
+    "$PY" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --require-hashes -r "$reqs" -d "$CACHE/wheels"
+    rm -f "$reqs"
+  fi
+  echo "$sha  $CACHE/wheels/$file" | sha256sum --check --quiet
+}
+fetch_wheel accelerate==1.12.0 "$ACCELERATE_WHEEL" "$ACCELERATE_SHA256"
+fetch_wheel accelerate==1.15.0 "$CURRENT_WHEEL" "$CURRENT_SHA256"
 wheel="$CACHE/wheels/$ACCELERATE_WHEEL"
-if [[ ! -f "$wheel" ]]; then
-  reqs="$(mktemp)"
-  echo "accelerate==1.12.0 --hash=sha256:$ACCELERATE_SHA256" >"$reqs"
-  "$PY" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    --require-hashes -r "$reqs" -d "$CACHE/wheels"
-  rm -f "$reqs"
-fi
-echo "$ACCELERATE_SHA256  $wheel" | sha256sum --check --quiet
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hookfence-torch.XXXXXX")"
 if [[ "${HOOKFENCE_KEEP:-}" == 1 ]]; then
@@ -140,6 +160,14 @@ done
 # ---- markers, helper module, emitted pytest -------------------------------
 check "prefix: no hook carries the marker" \
   in_tree "$WORK/prefix" "$PY" "$HERE/check_markers.py" "$WORK/prefix" --expect unfenced
+if [[ $EMIT_PYTEST == 1 ]]; then
+  # The guard a dry run writes on the pristine tree fails, as --check does.
+  check "prefix: hookfence --emit-pytest (dry run)" \
+    "$HOOKFENCE" -q --emit-pytest "$WORK/prefix/test_hookfence_fences.py" "$WORK/prefix/accelerate"
+  check_fails "prefix: --check fails before --apply" "$HOOKFENCE" -q --check "$WORK/prefix/accelerate"
+  check_fails "prefix: the emitted guard fails before --apply" \
+    in_tree "$WORK/prefix" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/prefix" "$WORK/prefix/test_hookfence_fences.py"
+fi
 for s in "${STRATEGIES[@]}"; do
   check "$s: the 7 offload hooks carry the marker, ModelHook's don't" \
     in_tree "$WORK/$s" "$PY" "$HERE/check_markers.py" "$WORK/$s"
@@ -150,8 +178,37 @@ for s in "${STRATEGIES[@]}"; do
   if [[ $EMIT_PYTEST == 1 ]]; then
     check "$s: emitted pytest passes" \
       in_tree "$WORK/$s" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/$s" "$WORK/$s/test_hookfence_fences.py"
+    # Regenerated later on the rewritten tree, the guard is the same file.
+    check "$s: --check --emit-pytest on the rewritten tree" \
+      "$HOOKFENCE" -q --check --emit-pytest "$WORK/$s/test_again.py" "$WORK/$s/accelerate" \
+      "$WORK/$s/hookfence_plain_hook.py" "$WORK/$s/hookfence_block_swap.py"
+    check "$s: the regenerated guard is the one --apply wrote" \
+      cmp "$WORK/$s/test_hookfence_fences.py" "$WORK/$s/test_again.py"
+    rm -f "$WORK/$s/test_again.py"
   fi
 done
+
+# ---- the current release: upstream's own lazy fences ----------------------
+# --check and the guard agree: both pass as upstream ships it, both fail with
+# one of its `@_compiler_disable` lines removed.
+mkdir -p "$WORK/current"
+"$PY" -m zipfile -e "$CACHE/wheels/$CURRENT_WHEEL" "$WORK/current"
+check "current: hookfence --check passes on upstream's lazy fences" \
+  "$HOOKFENCE" -q --check "$WORK/current/accelerate"
+if [[ $EMIT_PYTEST == 1 ]]; then
+  check "current: hookfence --emit-pytest" \
+    "$HOOKFENCE" -q --emit-pytest "$WORK/current/test_hookfence_fences.py" "$WORK/current/accelerate"
+  check "current: the emitted guard passes" \
+    in_tree "$WORK/current" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/current" "$WORK/current/test_hookfence_fences.py"
+fi
+check "current: remove one lazy fence from hooks.py" \
+  "$PY" "$HERE/unfence_one.py" "$WORK/current/accelerate/hooks.py" _compiler_disable
+check_fails "current: --check fails with one lazy fence removed" \
+  "$HOOKFENCE" -q --check "$WORK/current/accelerate"
+if [[ $EMIT_PYTEST == 1 ]]; then
+  check_fails "current: the emitted guard fails with one lazy fence removed" \
+    in_tree "$WORK/current" "$PY" -m pytest -q -p no:cacheprovider --rootdir "$WORK/current" "$WORK/current/test_hookfence_fences.py"
+fi
 
 # ---- compile experiment ---------------------------------------------------
 mkdir -p "$CACHE/torch-tier"
@@ -176,9 +233,24 @@ for s in "${STRATEGIES[@]}"; do
 done
 if [[ -f "$WORK/prefix.json" ]]; then
   "$PY" "$HERE/verdict.py" --prefix "$WORK/prefix.json" "${fenced[@]}" \
-    --checks "$CHECKS" --table "$CACHE/torch-tier/results.md" || true
+    --lazy wrap --eager decorate --checks "$CHECKS" --table "$CACHE/torch-tier/results.md" || true
 else
   fail "prefix: compile experiment produced a summary" "compile-prefix"
+fi
+
+# ---- the lazy fence: the wrap helper against torch's eager disable --------
+if [[ " ${STRATEGIES[*]} " == *" wrap "* ]]; then
+  echo "run.sh: lazy-fence experiment on wrap/ ..."
+  if in_tree "$WORK/wrap" "$PY" "$HERE/lazy_fence.py" "$WORK/wrap" accelerate._no_compile \
+    --json "$CACHE/torch-tier/lazy_fence.json" >"$WORK/logs/lazy-fence.log" 2>"$WORK/logs/lazy-fence.err"; then
+    :
+  fi
+  if grep -q '^PASS lazy fence: ' "$WORK/logs/lazy-fence.log"; then
+    grep -E '^(PASS|FAIL) lazy fence: ' "$WORK/logs/lazy-fence.log" | tee -a "$CHECKS"
+  else
+    fail "wrap: lazy_fence.py ran" "lazy-fence"
+    tail -25 "$WORK/logs/lazy-fence.err"
+  fi
 fi
 
 # ---- backward hooks: block swapping, with and without compiled autograd --

@@ -12,7 +12,12 @@ Checks (each appended to CHECKS.txt as "PASS name" / "FAIL name: why"):
   Unsupported event inside a hook body (otherwise the experiment proves
   nothing);
 - the script's own plain hook pair (from the pristine run): the unfenced one
-  crashes or breaks inside its body, the fenced one behaves like a fenced tree.
+  crashes or breaks inside its body, the fenced one behaves like a fenced tree;
+- with --lazy NAME --eager NAME (the wrap strategy's tree, whose helper fences
+  without importing torch._dynamo, against the decorate strategy's): the lazy
+  tree's ``import accelerate.hooks`` does not pull in torch._dynamo, and in
+  every case it costs no more graph breaks and no more graphs than the eager
+  one.
 
 Writes a Markdown table of the figures (graph breaks, breaks in hooks,
 graphs, skipped frames, recompiles, first-call time, import time) to --table
@@ -143,6 +148,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--fenced", action="append", default=[], metavar="NAME=FILE")
+    ap.add_argument("--lazy", help="the tree fenced without importing torch._dynamo")
+    ap.add_argument("--eager", help="the tree fenced with torch.compiler.disable")
     ap.add_argument("--checks")
     ap.add_argument("--table")
     args = ap.parse_args()
@@ -161,6 +168,19 @@ def main():
         summaries.append((label, s))
         for name in TREE_CASES:
             judge_fenced(checks, label, name, s["cases"].get(name))
+
+    by_label = dict(summaries)
+    if args.lazy in by_label and args.eager in by_label:
+        lazy, eager = by_label[args.lazy], by_label[args.eager]
+        pulled = (lazy.get("import_time") or {}).get("torch_dynamo_imported_by_accelerate_hooks")
+        checks.add(f"{args.lazy}: import accelerate.hooks does not pull in torch._dynamo", pulled is False,
+                   f"pulls it in: {pulled}")
+        for name in TREE_CASES:
+            lc, ec = lazy["cases"].get(name) or {}, eager["cases"].get(name) or {}
+            for figure in ("graph_breaks", "graphs"):
+                lv, ev = lc.get(figure), ec.get(figure)
+                checks.add(f"{args.lazy}/{name}: {figure} {lv} <= {args.eager}'s {ev}",
+                           lv is not None and ev is not None and lv <= ev, "more than the eager fence")
 
     text = table(summaries)
     print()

@@ -1,0 +1,219 @@
+//! The guard `--emit-pytest` writes checks what `--check` checks: hooks
+//! fenced by torch's disable carry its marker, hooks fenced by the project's
+//! own wrapper (eager or lazy, as accelerate's `_compiler_disable`) are what
+//! that wrapper makes and reach torch's disable, and the wrap helper's
+//! registry is audited however the guard is regenerated. Its tests are
+//! called by hand with CPython and stand-ins for torch and pytest (see
+//! `common::python_imports`); `tests/torch/run.sh` runs them with pytest and
+//! real torch on accelerate.
+
+#![allow(clippy::unwrap_used)] // test helpers: a panic is the failure report
+
+mod common;
+
+use common::{HOOK, Project, python_imports, wrap_project};
+
+/// A lazy fence as accelerate ships it since PR #3947: torch's disable is
+/// called on the first call, not at decoration.
+const LAZY: &str = r#"import functools
+
+import torch
+
+
+def _compiler_disable(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not hasattr(wrapper, "_compiled_fn"):
+            wrapper._compiled_fn = torch.compiler.disable(fn)
+        return wrapper._compiled_fn(*args, **kwargs)
+
+    return wrapper
+
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+
+class CpuOffload(ModelHook):
+    @_compiler_disable
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+
+class DiskOffload(ModelHook):
+    @_compiler_disable
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#;
+
+/// An eager fence of the project's own, kept in a closure cell.
+const EAGER: &str = r#"import torch
+
+
+def fence(fn):
+    disabled = torch.compiler.disable(fn)
+    return disabled
+
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+
+class Stage(ModelHook):
+    @fence
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#;
+
+/// Every test of the generated guard `test_fences`, called by hand.
+const RUN_GUARD: &str = "for m, q, w in test_fences.HOOKS:
+    test_fences.test_hook_is_disabled_for_torch_compile(m, q, w)
+for h in test_fences.HELPERS:
+    test_fences.test_helper_registry_is_all_disabled(h)";
+
+fn project() -> Project {
+    Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/lazy.py", LAZY.as_bytes()),
+        ("pkg/eager.py", EAGER.as_bytes()),
+    ])
+}
+
+#[test]
+fn the_guard_passes_where_check_passes_and_fails_where_it_fails_for_a_projects_wrappers() {
+    let p = project();
+    p.hookfence(&["--check", "pkg"]).expect_code(0);
+    p.hookfence(&["-q", "--emit-pytest", "test_fences.py", "pkg"])
+        .expect_code(0);
+    let guard = p.read_str("test_fences.py");
+    for line in [
+        "(\"pkg.lazy\", \"CpuOffload.pre_forward\", \"pkg.lazy._compiler_disable\"),",
+        "(\"pkg.lazy\", \"DiskOffload.post_forward\", \"pkg.lazy._compiler_disable\"),",
+        "(\"pkg.eager\", \"Stage.pre_forward\", \"pkg.eager.fence\"),",
+    ] {
+        assert!(guard.contains(line), "{line} missing:\n{guard}");
+    }
+    python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap();
+
+    // One lazy fence removed: --check fails, and so does the guard.
+    let lazy = p.read_str("pkg/lazy.py");
+    p.write(
+        "pkg/lazy.py",
+        lazy.replacen(
+            "    @_compiler_disable\n    def post_forward",
+            "    def post_forward",
+            1,
+        ),
+    );
+    p.hookfence(&["--check", "pkg"]).expect_code(1);
+    let err = python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap_err();
+    assert!(
+        err.contains(
+            "pkg.lazy.DiskOffload.post_forward is not fenced by pkg.lazy._compiler_disable"
+        ),
+        "{err}"
+    );
+    p.write("pkg/lazy.py", &lazy);
+
+    // The eager one removed: the same.
+    let eager = p.read_str("pkg/eager.py");
+    p.write("pkg/eager.py", eager.replace("    @fence\n", ""));
+    p.hookfence(&["--check", "pkg"]).expect_code(1);
+    let err = python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap_err();
+    assert!(
+        err.contains("pkg.eager.Stage.pre_forward is not fenced"),
+        "{err}"
+    );
+    p.write("pkg/eager.py", &eager);
+
+    // A wrapper that no longer fences anything (it wraps, but never calls
+    // torch's disable) no longer passes --check, nor the guard written when
+    // it did.
+    p.write(
+        "pkg/lazy.py",
+        lazy.replace("torch.compiler.disable(fn)", "functools.partial(fn)"),
+    );
+    p.hookfence(&["--check", "pkg"]).expect_code(1);
+    let err = python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap_err();
+    assert!(
+        err.contains("is not fenced by pkg.lazy._compiler_disable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_guard_regenerated_on_a_rewritten_tree_checks_what_the_rewriting_run_did() {
+    for strategy in ["decorate", "wrap"] {
+        let p = wrap_project();
+        p.hookfence(&[
+            "-q",
+            "--apply",
+            "--strategy",
+            strategy,
+            "--emit-pytest",
+            "first.py",
+            "pkg",
+        ])
+        .expect_code(0);
+        let first = p.read_str("first.py");
+        // Later, on the rewritten tree: with the strategy, and without one.
+        for args in [
+            &["--check", "--strategy", strategy][..],
+            &["--check"][..],
+            &["--list"][..],
+        ] {
+            p.hookfence(&[args, &["-q", "--emit-pytest", "again.py", "pkg"]].concat())
+                .expect_code(0);
+            assert_eq!(
+                p.read_str("again.py"),
+                first,
+                "{strategy} {args:?}: the regenerated guard differs"
+            );
+        }
+        let audits = first.contains("def test_helper_registry_is_all_disabled");
+        assert_eq!(audits, strategy == "wrap", "{first}");
+        if strategy == "wrap" {
+            assert!(first.contains("    \"pkg._no_compile\",\n"), "{first}");
+        }
+        python_imports(
+            p.root(),
+            &["first"],
+            &RUN_GUARD.replace("test_fences", "first"),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_guard_holds_no_test_that_can_only_skip() {
+    // Hooks fenced by torch, no helper: no helper test (pytest would skip it
+    // for an empty parameter set).
+    let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", HOOK.as_bytes())]);
+    p.hookfence(&["-q", "--apply", "--emit-pytest", "guard.py", "pkg"])
+        .expect_code(0);
+    let guard = p.read_str("guard.py");
+    assert!(guard.contains("def test_hook_is_disabled_for_torch_compile"));
+    assert!(!guard.contains("def test_helper_registry"), "{guard}");
+    assert!(!guard.contains("def _fenced_by"), "{guard}");
+
+    // Nothing to check at all: no test, and a note says so.
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/model.py", b"def forward(x):\n    return x\n"),
+    ]);
+    let run = p.hookfence(&["--emit-pytest", "guard.py", "pkg"]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains("guard.py: the guard checks nothing (no fenced hook can be imported by name, no helper module)"),
+        "{run}"
+    );
+    let guard = p.read_str("guard.py");
+    assert!(!guard.contains("def test_"), "{guard}");
+    python_imports(p.root(), &["guard"], "").unwrap();
+}
