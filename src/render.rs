@@ -436,6 +436,20 @@ pub fn summary(analysis: &Analysis, mode: Mode, written: usize) -> String {
     } else {
         format!("{fenced} already fenced")
     };
+    // Hooks to fence whose offload work runs in functions fenced already:
+    // named, so that "0 already fenced" does not hide those fences.
+    let past_fences: usize = analysis
+        .files
+        .iter()
+        .flat_map(|f| &f.sites)
+        .filter(|s| matches!(s.status, Status::Unfenced { .. }))
+        .filter(|s| s.fenced_callees().next().is_some())
+        .count();
+    let fenced = if past_fences > 0 {
+        format!("{fenced}, {past_fences} to fence with fenced callees")
+    } else {
+        fenced
+    };
     format!(
         "{head} ({fenced}, {not_offload} not offload, {opted_out} opted out{backward}, {unresolved} unresolved; {} scanned, {} skipped)",
         plural(analysis.scanned, "file", "files"),

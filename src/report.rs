@@ -484,7 +484,33 @@ pub fn explain(analysis: &Analysis, target: &str) -> Option<Vec<String>> {
     for discounted in &site.discounted {
         lines.push(format!("    {discounted}"));
     }
+    let fenced_callees: Vec<_> = site.fenced_callees().collect();
+    if !fenced_callees.is_empty() {
+        lines.push("  fenced callees:".to_owned());
+        for step in &fenced_callees {
+            lines.push(format!(
+                "    {} by {} ({}:{})",
+                step.detail
+                    .strip_suffix(" (fenced)")
+                    .unwrap_or(&step.detail),
+                step.fenced.as_deref().unwrap_or_default(),
+                step.path.display(),
+                step.line
+            ));
+        }
+        if matches!(site.status, Status::Unfenced { .. }) {
+            lines.push(
+                "    their work runs eagerly already; unfenced, dynamo traces the hook and breaks the graph at each call into them; fenced as well, the hook is one graph break and none of it is traced"
+                    .to_owned(),
+            );
+        }
+    }
     let decision = match &site.status {
+        // --all-hooks fences a hook that shows no offload work: say so,
+        // rather than "offload hook" below "evidence: none".
+        Status::Unfenced { .. } if site.evidence.is_empty() => {
+            "unfenced hook with no offload work: --all-hooks fences it".to_owned()
+        }
         Status::Unfenced { .. } if site.fix.is_some() => {
             "unfenced offload hook: hookfence fences it (--check fails until it is)".to_owned()
         }

@@ -90,15 +90,27 @@ impl HookSite {
     }
 }
 
+impl HookSite {
+    /// The steps of its evidence into functions their authors fenced: the
+    /// offload work they lead to runs eagerly already.
+    pub fn fenced_callees(&self) -> impl Iterator<Item = &EvidenceStep> {
+        self.evidence.iter().filter(|step| step.fenced.is_some())
+    }
+}
+
 /// One step from a hook to its evidence: a call into another function, or
 /// the sign itself.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct EvidenceStep {
-    /// `call`, `fenced-callee`, or the sign's kind (`move`, `params`, ...).
+    /// `call`, `handed`, `replayed`, or the sign's kind (`move`, `params`, ...).
     pub kind: String,
     pub detail: String,
     pub path: std::path::PathBuf,
     pub line: usize,
+    /// For a step into a function its authors fenced: how
+    /// (`@torch.compiler.disable()`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fenced: Option<String>,
 }
 
 /// Every class name in the scanned tree and the bases each definition of it
@@ -260,6 +272,7 @@ pub fn decide(
                         detail: step.describe(),
                         path: step.path.clone(),
                         line: step.line,
+                        fenced: step.fenced.clone(),
                     });
                 }
                 evidence.push(EvidenceStep {
@@ -267,6 +280,7 @@ pub fn decide(
                     detail: detail.clone(),
                     path: effect.path.clone(),
                     line: effect.line,
+                    fenced: None,
                 });
                 if steps.is_empty() {
                     detail
@@ -297,6 +311,7 @@ pub fn decide(
                     detail: sign.detail.clone(),
                     path: path.to_path_buf(),
                     line: sign.line,
+                    fenced: None,
                 });
                 sign.detail
             })
