@@ -4,7 +4,8 @@
 # Tiers (each reports `N passed, M failed` and its own failures; all run even
 # when one fails, and the script exits 1 if any failed):
 #   - real torch: torch 2.15 + accelerate 1.12.0 under torch.compile
-#     (tests/torch/run.sh; ~2.5 GB of wheels cached in ~/.cache/hookfence)
+#     (tests/torch/run.sh; torch 2.15 and 2.6, ~5 GB of wheels cached in
+#     ~/.cache/hookfence)
 #   - packaging: the wheel, `pip install .`, pre-commit (tests/packaging/run.sh)
 #   - corpus: --all-hooks --apply over ~9,000 real files, checked file by file
 #     (tests/corpus/run.sh; the pinned corpus of bench/corpus.txt, made by

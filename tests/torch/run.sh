@@ -30,9 +30,10 @@
 #    emitted pytest must fail (exit 1). The guard a dry run writes on prefix/
 #    fails there, as --check does; regenerated with --check on a rewritten
 #    tree, it is byte for byte the one --apply wrote.
-#    The lazy-fence experiment: lazy_fence.py on the wrap tree's helper
-#    (import cost, graph breaks, graphs and fullgraph=True against the eager
-#    fence); verdict.py also checks that the wrap tree's `import
+#    The lazy-fence experiment: lazy_fence.py on the wrap helper of a small
+#    package of its own (import cost, graph breaks, graphs and fullgraph=True
+#    against the eager fence), with torch 2.15.0 and with torch 2.6.0 (a
+#    second venv, `setup-venv.sh 2.6`); verdict.py also checks that the wrap tree's `import
 #    accelerate.hooks` does not pull in torch._dynamo and costs no more
 #    breaks or graphs than the decorate tree in any case.
 #    The backward-hook experiment: compile_backward.py on the decorate tree's
@@ -239,18 +240,31 @@ else
 fi
 
 # ---- the lazy fence: the wrap helper against torch's eager disable --------
+# On a package of its own (tests/torch/plain_hook.py, rewritten with the wrap
+# strategy), so that it needs nothing but torch: with this tier's torch and
+# with torch 2.6.0 (setup-venv.sh 2.6, its own venv).
 if [[ " ${STRATEGIES[*]} " == *" wrap "* ]]; then
-  echo "run.sh: lazy-fence experiment on wrap/ ..."
-  if in_tree "$WORK/wrap" "$PY" "$HERE/lazy_fence.py" "$WORK/wrap" accelerate._no_compile \
-    --json "$CACHE/torch-tier/lazy_fence.json" >"$WORK/logs/lazy-fence.log" 2>"$WORK/logs/lazy-fence.err"; then
-    :
-  fi
-  if grep -q '^PASS lazy fence: ' "$WORK/logs/lazy-fence.log"; then
-    grep -E '^(PASS|FAIL) lazy fence: ' "$WORK/logs/lazy-fence.log" | tee -a "$CHECKS"
-  else
-    fail "wrap: lazy_fence.py ran" "lazy-fence"
-    tail -25 "$WORK/logs/lazy-fence.err"
-  fi
+  mkdir -p "$WORK/lazy/lazypkg"
+  : >"$WORK/lazy/lazypkg/__init__.py"
+  cp "$HERE/plain_hook.py" "$WORK/lazy/lazypkg/plain_hook.py"
+  check "lazy: hookfence --apply --strategy wrap" \
+    "$HOOKFENCE" -q --apply --strategy wrap "$WORK/lazy/lazypkg"
+  PY26="$("$HERE/setup-venv.sh" 2.6)"
+  for series in 2.15 2.6; do
+    py="$PY"
+    [[ $series == 2.6 ]] && py="$PY26"
+    echo "run.sh: lazy-fence experiment with torch $series ..."
+    "$py" "$HERE/lazy_fence.py" "$WORK/lazy" lazypkg._no_compile \
+      --json "$CACHE/torch-tier/lazy_fence-$series.json" \
+      >"$WORK/logs/lazy-fence-$series.log" 2>"$WORK/logs/lazy-fence-$series.err" || true
+    if grep -q '^PASS lazy fence: ' "$WORK/logs/lazy-fence-$series.log"; then
+      grep -E '^(PASS|FAIL) lazy fence: ' "$WORK/logs/lazy-fence-$series.log" |
+        sed "s/^\(PASS\|FAIL\) lazy fence: /\1 lazy fence (torch $series): /" | tee -a "$CHECKS"
+    else
+      fail "lazy: lazy_fence.py ran with torch $series" "lazy-fence-$series"
+      tail -25 "$WORK/logs/lazy-fence-$series.err"
+    fi
+  done
 fi
 
 # ---- backward hooks: block swapping, with and without compiled autograd --

@@ -15,10 +15,16 @@
 #
 # A stamp file holds the sha256 of the recipe (the lists below and the Python
 # version); a venv whose stamp matches is reused as is.
+#
+# `setup-venv.sh 2.6` instead makes ${HOOKFENCE_CACHE:-~/.cache/hookfence}/torch26-venv:
+# torch 2.6.0 (the oldest release the lazy fence is measured on), the
+# nvidia cu12 libraries its `import torch` preloads (pins from its METADATA),
+# its pure-Python deps, and nothing else (about 2.5 GB; ~1.5 min).
 set -euo pipefail
 
 CACHE="${HOOKFENCE_CACHE:-$HOME/.cache/hookfence}"
 VENV="$CACHE/torch-venv"
+SERIES="${1:-2.15}"
 STAMP="$VENV/.hookfence-recipe"
 PYTHON="${PYTHON:-python3}"
 
@@ -69,6 +75,43 @@ pluggy==1.7.0
 Pygments==2.21.0
 '
 
+if [[ $SERIES == 2.6 ]]; then
+  VENV="$CACHE/torch26-venv"
+  STAMP="$VENV/.hookfence-recipe"
+  TORCH_AND_NATIVE_LIBS='
+torch==2.6.0
+nvidia-cuda-nvrtc-cu12==12.4.127
+nvidia-cuda-runtime-cu12==12.4.127
+nvidia-cuda-cupti-cu12==12.4.127
+nvidia-cudnn-cu12==9.1.0.70
+nvidia-cublas-cu12==12.4.5.8
+nvidia-cufft-cu12==11.2.1.3
+nvidia-curand-cu12==10.3.5.147
+nvidia-cusolver-cu12==11.6.1.9
+nvidia-cusparse-cu12==12.3.1.170
+nvidia-cusparselt-cu12==0.6.2
+nvidia-nccl-cu12==2.21.5
+nvidia-nvtx-cu12==12.4.127
+nvidia-nvjitlink-cu12==12.4.127
+'
+  TORCH_PY_DEPS='
+filelock==4.3.1
+typing-extensions==4.16.0
+sympy==1.13.1
+mpmath==1.3.0
+networkx==3.6.1
+jinja2==3.1.6
+MarkupSafe==3.0.4
+fsspec==2026.9.0
+numpy==2.4.6
+'
+  ACCELERATE=''
+  PYTEST=''
+elif [[ $SERIES != 2.15 ]]; then
+  echo "setup-venv: unknown torch series $SERIES (2.15 or 2.6)" >&2
+  exit 2
+fi
+
 py_version="$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')"
 recipe_hash="$(printf '%s\n' "python $py_version" "$TORCH_AND_NATIVE_LIBS" "$TORCH_PY_DEPS" "$ACCELERATE" "$PYTEST" | sha256sum | cut -d' ' -f1)"
 
@@ -89,6 +132,18 @@ pip_install() {
 }
 pip_install "$TORCH_AND_NATIVE_LIBS"
 pip_install "$TORCH_PY_DEPS"
+if [[ $SERIES == 2.6 ]]; then
+  "$VENV/bin/python" - >&2 <<'EOF'
+import torch
+from torch._dynamo.eval_frame import skip_code  # noqa: F401
+assert torch.__version__.startswith("2.6.0"), torch.__version__
+assert torch.equal(torch.compile(lambda x: x * 2, backend="eager")(torch.ones(2)), torch.full((2,), 2.0))
+print(f"setup-venv: torch {torch.__version__}: ok")
+EOF
+  echo "$recipe_hash" >"$STAMP"
+  echo "$VENV/bin/python"
+  exit 0
+fi
 pip_install "$ACCELERATE"
 pip_install "$PYTEST"
 
