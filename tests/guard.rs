@@ -217,3 +217,137 @@ fn a_guard_holds_no_test_that_can_only_skip() {
     assert!(!guard.contains("def test_"), "{guard}");
     python_imports(p.root(), &["guard"], "").unwrap();
 }
+
+/// Fences another module of the package defines: a lazy wrapper, an alias
+/// of torch's disable re-exported by a subpackage's `__init__`, and a
+/// decorator of the project that fences nothing.
+fn imported_fences_project() -> Project {
+    Project::new(&[
+        ("pkg/__init__.py", b""),
+        (
+            "pkg/compat/fences.py",
+            br#"import functools
+
+import torch
+
+
+def lazy_disable(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not hasattr(wrapper, "_compiled_fn"):
+            wrapper._compiled_fn = torch.compiler.disable(fn)
+        return wrapper._compiled_fn(*args, **kwargs)
+
+    return wrapper
+
+
+def traced(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+"#,
+        ),
+        (
+            "pkg/compat/__init__.py",
+            b"from .fences import lazy_disable\nfrom .fences import torch as _torch\n\nno_trace = _torch.compiler.disable\n",
+        ),
+        (
+            "pkg/hooks.py",
+            br#"import pkg.compat.fences as fences
+from pkg.compat import lazy_disable, no_trace
+
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+    def post_forward(self, module, output):
+        return output
+
+
+class CpuOffload(ModelHook):
+    @lazy_disable
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    @no_trace
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+
+
+class DiskOffload(ModelHook):
+    @fences.lazy_disable
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+    @fences.traced
+    def post_forward(self, module, output):
+        module.to("cpu")
+        return output
+"#,
+        ),
+    ])
+}
+
+#[test]
+fn a_fence_another_module_defines_is_a_fence_for_check_apply_and_the_guard() {
+    let p = imported_fences_project();
+    // Only the project decorator that fences nothing leaves a hook unfenced,
+    // whether the run reads the whole package or the one file.
+    for target in ["pkg", "pkg/hooks.py"] {
+        let run = p.hookfence(&["--check", target]);
+        run.expect_code(1);
+        assert!(
+            run.stdout_str()
+                .contains("unfenced offload hook DiskOffload.post_forward"),
+            "{target}: {run}"
+        );
+        assert!(
+            run.stderr
+                .contains("1 offload hook unfenced in 1 file (3 already fenced"),
+            "{target}: {run}"
+        );
+    }
+    let list = p.hookfence(&["--list", "pkg"]).stdout_str();
+    for fenced in [
+        "fenced  CpuOffload.pre_forward  fenced by @lazy_disable;",
+        "fenced  CpuOffload.post_forward  fenced by @no_trace;",
+        "fenced  DiskOffload.pre_forward  fenced by @fences.lazy_disable;",
+    ] {
+        assert!(list.contains(fenced), "{fenced}:\n{list}");
+    }
+
+    // --apply fences that one alone; the guard names each fence by the
+    // path that defines it, passes, and fails once one is removed.
+    p.hookfence(&["-q", "--apply", "--emit-pytest", "test_fences.py", "pkg"])
+        .expect_code(0);
+    let hooks = p.read_str("pkg/hooks.py");
+    assert_eq!(
+        hooks.matches("@torch.compiler.disable()").count(),
+        1,
+        "{hooks}"
+    );
+    p.hookfence(&["--check", "pkg"]).expect_code(0);
+    let guard = p.read_str("test_fences.py");
+    for line in [
+        "(\"pkg.hooks\", \"CpuOffload.pre_forward\", \"pkg.compat.fences.lazy_disable\"),",
+        "(\"pkg.hooks\", \"CpuOffload.post_forward\", \"pkg.compat.no_trace\"),",
+        "(\"pkg.hooks\", \"DiskOffload.pre_forward\", \"pkg.compat.fences.lazy_disable\"),",
+        "(\"pkg.hooks\", \"DiskOffload.post_forward\", None),",
+    ] {
+        assert!(guard.contains(line), "{line} missing:\n{guard}");
+    }
+    python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap();
+    p.write("pkg/hooks.py", hooks.replacen("    @no_trace\n", "", 1));
+    p.hookfence(&["--check", "pkg"]).expect_code(1);
+    let err = python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap_err();
+    assert!(
+        err.contains("pkg.hooks.CpuOffload.post_forward is not fenced by pkg.compat.no_trace"),
+        "{err}"
+    );
+}

@@ -222,3 +222,26 @@ fn a_summary_counts_only_files_that_hold_hooks() {
     assert!(run.stderr.contains("Fenced 2 hooks in 1 file ("), "{run}");
     assert!(p.path("pkg/_no_compile.py").is_file());
 }
+
+#[test]
+fn a_callee_fenced_by_the_modules_own_wrapper_is_a_fenced_callee() {
+    // accelerate ≥ 1.13's way: a module-level function that calls the
+    // disable (here on first call) fences what it decorates.
+    let lazy = HOOKS.replace(
+        "class Group:",
+        "def _compiler_disable(fn):\n    def wrapper(*args, **kwargs):\n        return torch.compiler.disable(fn)(*args, **kwargs)\n\n    return wrapper\n\n\nclass Group:",
+    )
+    .replace("    @torch.compiler.disable()\n    def onload_", "    @_compiler_disable\n    def onload_");
+    let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", lazy.as_bytes())]);
+    let doc = json(&p.hookfence(&["--format", "json", "pkg"]));
+    let site = doc["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["qualname"] == "GroupHook.pre_forward")
+        .unwrap();
+    assert_eq!(
+        site["evidence"][0]["fenced"], "@_compiler_disable",
+        "{site}"
+    );
+}

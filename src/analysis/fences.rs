@@ -173,7 +173,9 @@ pub fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
 /// What one file knows about fences: the names that fence a function when
 /// called or used as a decorator, and what is fenced by reassignment.
 pub(super) struct Fences {
-    /// Module-level functions whose body calls a disable: `_compiler_disable`.
+    /// Module-level functions whose body calls a disable
+    /// (`_compiler_disable`), and module-level names assigned a disable or
+    /// one of those (`disable = torch.compiler.disable`).
     pub(super) wrappers: HashSet<String>,
     /// `(Class, method)` fenced by `Cls.m = disable(Cls.m)`, with its line
     /// and what fences it.
@@ -536,6 +538,83 @@ pub(super) fn collect_fences<'t>(
         optout_lines,
         suppressions: collect_suppressions(root, text),
     }
+}
+
+/// The module-level names of a file that fence what they decorate (see
+/// [`Fences::wrappers`]); none without a fence word in its text.
+pub(super) fn module_fences(
+    root: Node<'_>,
+    text: &str,
+    vocabulary: &Vocabulary,
+) -> HashSet<String> {
+    if !fence_final_segments(vocabulary)
+        .iter()
+        .any(|word| text.contains(word.as_str()))
+    {
+        return HashSet::new();
+    }
+    file_fences(root, text, true, vocabulary).2.wrappers
+}
+
+/// What resolving names and fences needs in one file: its imports,
+/// functions and assignments (see [`Resolve`]), its import bindings, and
+/// its fences: the module-level functions that call a disable (wrappers)
+/// and the module-level names assigned one (aliases), and what is fenced by
+/// reassignment.
+pub(super) fn file_fences<'t>(
+    root: Node<'t>,
+    text: &'t str,
+    anchored: bool,
+    vocabulary: &Vocabulary,
+) -> (Resolve<'t>, Bindings, Fences) {
+    // What resolving names and fences needs: imports, fences, functions and
+    // assignments (see `Resolve`).
+    let resolve = Resolve::collect(root, text, anchored);
+    let bindings = Bindings::collect(&resolve.imports, text);
+    let mut fences = collect_fences(
+        root,
+        &resolve.fence_matches(&bindings, vocabulary, &[]),
+        text,
+        &bindings,
+        vocabulary,
+    );
+    if resolve.anchored && !fences.wrappers.is_empty() {
+        // A module-level patch may use a wrapper as its fence: look around
+        // the wrappers' names too.
+        let wrappers: Vec<String> = fences.wrappers.iter().cloned().collect();
+        fences = collect_fences(
+            root,
+            &resolve.fence_matches(&bindings, vocabulary, &wrappers),
+            text,
+            &bindings,
+            vocabulary,
+        );
+    }
+
+    // `_compiler_disable = torch.compiler.disable` at module level: an alias
+    // of a fence is a fence, and an alias of an alias too. (Its value names
+    // a fence word, an import alias of one, a wrapper or an alias found
+    // before, so the anchored lookup finds it.)
+    let mut words: Vec<String> = fence_words(&bindings, vocabulary)
+        .into_iter()
+        .chain(fences.wrappers.iter().cloned())
+        .collect();
+    while !words.is_empty() {
+        let mut found = Vec::new();
+        for (name, assignment, value) in resolve.assignments_mentioning(&words) {
+            if !fences.wrappers.contains(&name)
+                && binding_scope(assignment).is_none()
+                && let Some(value) = dotted_name(value, text)
+                && (fences.wrappers.contains(&value)
+                    || is_fence_path(&bindings.resolve(&value), vocabulary))
+            {
+                fences.wrappers.insert(name.clone());
+                found.push(name);
+            }
+        }
+        words = found;
+    }
+    (resolve, bindings, fences)
 }
 
 /// Every `# hookfence: ignore` comment, by line, with its reason. Skips the

@@ -114,6 +114,11 @@ pub struct Candidate {
     /// The backward registrar (`register_full_backward_hook`, ...) it is
     /// handed to, when every register call that takes it is a backward one.
     pub backward: Option<String>,
+    /// Of an unfenced `def`, its decorators whose name an import binds:
+    /// the callee as written and the decorator's text. One may be a fence
+    /// another module of the project defines (see
+    /// [`crate::analysis::project::ProjectIndex::imported_fence`]).
+    pub imported_decorators: Vec<(String, String)>,
     pub fence: FenceState,
     pub target: Target,
     /// Where its fence would be evaluated (see [`FileFacts::model`]).

@@ -127,7 +127,10 @@ pub(crate) fn function_fact(
     def: Node<'_>,
     name: String,
     text: &str,
-    bindings: &crate::analysis::fences::Bindings,
+    (bindings, fences): (
+        &crate::analysis::fences::Bindings,
+        &std::collections::HashSet<String>,
+    ),
     vocabulary: &Vocabulary,
     functions: &Enclosing<'_>,
     classes: &Enclosing<'_>,
@@ -140,8 +143,9 @@ pub(crate) fn function_fact(
         .into_iter()
         .find_map(|d| {
             let callee = crate::analysis::fences::decorator_callee(d, text)?;
-            crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary)
-                .then(|| text_of(d, text).split_whitespace().collect::<String>())
+            (fences.contains(&callee)
+                || crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary))
+            .then(|| text_of(d, text).split_whitespace().collect::<String>())
         });
     let offset = def.start_byte();
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);

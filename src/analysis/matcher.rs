@@ -12,8 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use tree_sitter::{Node, QueryCursor, StreamingIterator, Tree};
 
 use crate::analysis::fences::{
-    Bindings, FileContext, Resolve, collect_fences, collect_suppressions, decorated,
-    decorator_callee, decorators, fence_words, is_fence_path,
+    FileContext, collect_suppressions, decorated, decorator_callee, decorators, file_fences,
 };
 use crate::analysis::fences::{binding_scope, comment_lines_above, lines_speaking_for};
 use crate::analysis::file_facts::{
@@ -26,7 +25,7 @@ use crate::error::Position;
 use crate::queries::QUERIES;
 use crate::source::{indentation_at, line_ending_at};
 use crate::syntax::strip_space;
-use crate::syntax::{capture, dotted_name, for_each_combined, position, text_of};
+use crate::syntax::{capture, for_each_combined, position, text_of};
 use crate::syntax::{class_bases, enclosing_class, qualname};
 
 /// Decorators that must stay outermost: the fence goes directly below them.
@@ -156,53 +155,7 @@ pub fn analyze_with(
         };
     }
 
-    // What resolving names and fences needs: imports, fences, functions and
-    // assignments (see `Resolve`).
-    let resolve = Resolve::collect(root, text, anchored);
-    let bindings = Bindings::collect(&resolve.imports, text);
-    let mut fences = collect_fences(
-        root,
-        &resolve.fence_matches(&bindings, vocabulary, &[]),
-        text,
-        &bindings,
-        vocabulary,
-    );
-    if resolve.anchored && !fences.wrappers.is_empty() {
-        // A module-level patch may use a wrapper as its fence: look around
-        // the wrappers' names too.
-        let wrappers: Vec<String> = fences.wrappers.iter().cloned().collect();
-        fences = collect_fences(
-            root,
-            &resolve.fence_matches(&bindings, vocabulary, &wrappers),
-            text,
-            &bindings,
-            vocabulary,
-        );
-    }
-
-    // `_compiler_disable = torch.compiler.disable` at module level: an alias
-    // of a fence is a fence, and an alias of an alias too. (Its value names
-    // a fence word, an import alias of one, a wrapper or an alias found
-    // before, so the anchored lookup finds it.)
-    let mut words: Vec<String> = fence_words(&bindings, vocabulary)
-        .into_iter()
-        .chain(fences.wrappers.iter().cloned())
-        .collect();
-    while !words.is_empty() {
-        let mut found = Vec::new();
-        for (name, assignment, value) in resolve.assignments_mentioning(&words) {
-            if !fences.wrappers.contains(&name)
-                && binding_scope(assignment).is_none()
-                && let Some(value) = dotted_name(value, text)
-                && (fences.wrappers.contains(&value)
-                    || is_fence_path(&bindings.resolve(&value), vocabulary))
-            {
-                fences.wrappers.insert(name.clone());
-                found.push(name);
-            }
-        }
-        words = found;
-    }
+    let (resolve, bindings, fences) = file_fences(root, text, anchored, vocabulary);
 
     let mut ctx = FileContext {
         text,
@@ -409,6 +362,21 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         discovered: None,
         trivial: crate::syntax::does_nothing(def, text),
         backward: None,
+        imported_decorators: if fence == FenceState::Unfenced {
+            decorators
+                .iter()
+                .filter_map(|d| {
+                    let callee = decorator_callee(*d, text)?;
+                    let first = callee.split('.').next().unwrap_or(&callee);
+                    ctx.bindings
+                        .any_scope
+                        .contains_key(first)
+                        .then(|| (callee, strip_space(text_of(*d, text))))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         fence,
         target: Target::Def {
             insert_at,
@@ -495,6 +463,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         discovered: None,
         trivial: false,
         backward: None,
+        imported_decorators: Vec::new(),
         fence,
         target: Target::Lambda {
             start: lambda.start_byte(),

@@ -32,6 +32,7 @@
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
 //!   with modules read on demand;
+//! - [`fence_imports`]: fences another module of the project defines;
 //! - [`chain`]: evidence through calls, from a hook to offload work;
 //! - [`discovery`]: hooks found by use (forward wrappers, register calls);
 //! - [`verdict`]: each hook site's status, reason and evidence.
@@ -44,6 +45,7 @@ pub mod chain;
 pub mod discovery;
 pub mod effects;
 pub mod evidence;
+pub mod fence_imports;
 pub mod fences;
 pub mod file_facts;
 pub mod function_facts;

@@ -6,7 +6,7 @@
 //! through an import gets the same facts through the same code
 //! ([`crate::analysis::project`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
@@ -74,6 +74,10 @@ pub struct ModuleFacts {
     pub registrations: Vec<Registration>,
     /// `name = value` at module level.
     pub assigned: Vec<(String, Value)>,
+    /// Module-level names that fence what they decorate: functions whose
+    /// body calls a disable (`_compiler_disable`) and aliases of one
+    /// (`disable = torch.compiler.disable`).
+    pub fences: HashSet<String>,
     /// `x.attr = name` anywhere in the module, by attribute: the name and
     /// the function the assignment stands in (`queries/handed.scm`).
     pub held: HashMap<String, Vec<(String, Option<usize>)>>,
@@ -101,6 +105,7 @@ impl ModuleFacts {
             path: path.to_path_buf(),
             import_root: crate::analysis::module_names::import_root(path, &module),
             module,
+            fences: crate::analysis::fences::module_fences(root, text, vocabulary),
             ..ModuleFacts::default()
         };
 
@@ -301,13 +306,14 @@ impl ModuleFacts {
         let class_of = |node: Node<'_>| classes.around(node);
         defs.sort_by_key(|(def, _)| def.start_byte());
         let left_alone_lines = crate::analysis::fences::left_alone_lines(root, text);
+        let fences = facts.fences.clone();
         for (def, name) in &defs {
             by_start.insert(def.start_byte(), facts.functions.len());
             let mut fact = function_fact(
                 *def,
                 name.clone(),
                 text,
-                &bindings,
+                (&bindings, &fences),
                 vocabulary,
                 &functions,
                 &classes,
@@ -721,80 +727,5 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
     )
 }
 
-/// The name a call looks up that an import could bind: the callee's own
-/// name, or the first part of its receiver.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_class_swap_is_told_from_its_text() {
-        let swaps = |text: &str| {
-            let tree = crate::parse::parse(text).unwrap();
-            let facts = ModuleFacts::build(
-                Path::new("m.py"),
-                tree.root_node(),
-                text,
-                &Vocabulary::default(),
-                None,
-            );
-            facts.swapped_classes.len()
-        };
-        for (text, found) in [
-            ("m.__class__ = Lazy\n", 1),
-            ("setattr(m, '__class__', Lazy)\n", 1),
-            // The swap, and the function its namespace holds.
-            ("m.__class__ = type('L', (C,), {'__getattr__': f})\n", 2),
-        ] {
-            assert!(crate::analysis::prefilter::may_swap_class(text), "{text:?}");
-            assert_eq!(swaps(text), found, "{text:?}");
-        }
-        for text in ["c = m.__class__\n", "if m.__class__ == C: ...\n"] {
-            assert!(
-                !crate::analysis::prefilter::may_swap_class(text),
-                "{text:?}"
-            );
-            assert_eq!(swaps(text), 0, "{text:?}");
-        }
-    }
-
-    #[test]
-    fn a_forward_replacement_is_told_from_its_text() {
-        // The text test says yes wherever the index query finds one.
-        let replacements = |text: &str| {
-            let tree = crate::parse::parse(text).unwrap();
-            let root = tree.root_node();
-            ModuleFacts::build(Path::new("m.py"), root, text, &Vocabulary::default(), None)
-                .forward_replacements
-                .len()
-        };
-        for text in [
-            "m.forward = wrapper\n",
-            "module . forward=partial(f, m)\n",
-            "m.__class__.forward: Callable = w\n",
-            "m.\\\n    forward \\\n = w\n",
-            "setattr(m, \"forward\", w)\n",
-            "setattr(m, 'forward', w)\n",
-        ] {
-            assert!(
-                crate::analysis::prefilter::may_replace_forward(text),
-                "{text:?}"
-            );
-            assert_eq!(replacements(text), 1, "{text:?}");
-        }
-        for text in [
-            "def forward(self, x): ...\n",
-            "y = self.forward(x)\n",
-            "if m.forward == f: ...\n",
-            "m.forward_pre = w\n",
-            "old = m.forward\n",
-            "doc = \"the forward pass\"\n",
-        ] {
-            assert!(
-                !crate::analysis::prefilter::may_replace_forward(text),
-                "{text:?}"
-            );
-            assert_eq!(replacements(text), 0, "{text:?}");
-        }
-    }
-}
+mod tests;

@@ -151,7 +151,7 @@ impl<'v> ProjectIndex<'v> {
 
     /// The module with dotted name `name`, read from disk if it is not
     /// indexed yet.
-    fn module_named(&self, name: &str, near: &ModuleFacts) -> Option<Arc<ModuleFacts>> {
+    pub(super) fn module_named(&self, name: &str, near: &ModuleFacts) -> Option<Arc<ModuleFacts>> {
         match self.module_file(name, near)? {
             Ok(found) => Some(found),
             Err(path) => self.load(&path),

@@ -28,7 +28,24 @@ pub(crate) fn finish(
     let judge = |c: &file_facts::Candidate| {
         project.and_then(|p| p.judge_hook(&path, c.at.line, c.at.column))
     };
-    let mut sites: Vec<HookSite> = std::mem::take(&mut facts.candidates)
+    let mut candidates = std::mem::take(&mut facts.candidates);
+    // A decorator another module of the project defines as a fence fences
+    // the function, as one the file defines does.
+    if let Some((project, module)) = project.and_then(|p| Some((p, p.module(&path)?))) {
+        for candidate in &mut candidates {
+            let found = candidate
+                .imported_decorators
+                .iter()
+                .find_map(|(callee, how)| Some((project.imported_fence(&module, callee)?, how)));
+            if let Some((path, how)) = found {
+                candidate.fence = file_facts::FenceState::Fenced {
+                    how: how.clone(),
+                    by: file_facts::FencedBy::Wrapper { path, local: false },
+                };
+            }
+        }
+    }
+    let mut sites: Vec<HookSite> = candidates
         .into_iter()
         .filter_map(|c| {
             verdict::decide(
