@@ -40,6 +40,32 @@ fn reason(site: &HookSite) -> String {
     }
 }
 
+/// What fencing a hook changes when its offload work runs in functions
+/// fenced already, which it calls on `lines` of its own body: traced, it
+/// breaks the graph at each of those calls; fenced, it is one break.
+fn fencing_the_hook_as_well(lines: &[usize]) -> String {
+    let at = |lines: &[usize]| {
+        lines
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match lines {
+        [] => "the hook reaches them through other functions: traced, it runs up to them and breaks the graph there; fenced as well, it is one graph break and none of it is traced".to_owned(),
+        [line] => format!(
+            "the hook calls one of them (line {line}): fenced as well, its one graph break moves to the hook's call and none of the hook is traced (no break saved there)"
+        ),
+        lines => format!(
+            "the hook calls them {} times (lines {}): traced, that is {} graph breaks; fenced as well, it is one (saves {})",
+            lines.len(),
+            at(lines),
+            lines.len(),
+            lines.len() - 1
+        ),
+    }
+}
+
 /// One entry of the audit: a hook site or a registration hookfence could
 /// not follow.
 struct Entry<'a> {
@@ -185,7 +211,7 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
                 }
                 None => (Value::Null, Vec::new(), "registration"),
             };
-            json!({
+            let mut entry = json!({
                 "path": e.file.path.to_string_lossy(),
                 "line": e.line,
                 "column": e.column,
@@ -198,7 +224,13 @@ pub fn json(analysis: &Analysis, mode: Mode, strategy: Strategy) -> Value {
                 "discounted": e.site.map_or(Value::Array(Vec::new()), |s| json!(s.discounted)),
                 "discovered_by": e.site.map_or(Value::Array(Vec::new()), |s| json!(s.discovered_by)),
                 "edits": edits,
-            })
+            });
+            // Where its own body calls functions fenced already (see
+            // `--explain`), only for a site whose evidence runs through one.
+            if let Some(site) = e.site.filter(|s| s.fenced_callees().next().is_some()) {
+                entry["fenced_calls"] = json!(site.fenced_calls);
+            }
+            entry
         })
         .collect();
     let created: Vec<Value> = analysis
@@ -499,10 +531,10 @@ pub fn explain(analysis: &Analysis, target: &str) -> Option<Vec<String>> {
             ));
         }
         if matches!(site.status, Status::Unfenced { .. }) {
-            lines.push(
-                "    their work runs eagerly already; unfenced, dynamo traces the hook and breaks the graph at each call into them; fenced as well, the hook is one graph break and none of it is traced"
-                    .to_owned(),
-            );
+            lines.push(format!(
+                "    their work runs eagerly already; {}",
+                fencing_the_hook_as_well(&site.fenced_calls)
+            ));
         }
     }
     let decision = match &site.status {

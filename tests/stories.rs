@@ -160,6 +160,7 @@ fn a_hook_whose_offload_work_is_fenced_in_a_callee_says_so_everywhere() {
         site["evidence"][0]["fenced"], "@torch.compiler.disable()",
         "{site}"
     );
+    assert_eq!(site["fenced_calls"], serde_json::json!([26]), "{site}");
     assert!(
         site["reason"]
             .as_str()
@@ -173,7 +174,7 @@ fn a_hook_whose_offload_work_is_fenced_in_a_callee_says_so_everywhere() {
         .stdout_str();
     assert!(
         explain.contains(
-            "  fenced callees:\n    Group.onload_ by @torch.compiler.disable() (pkg/hooks.py:17)\n    their work runs eagerly already; unfenced, dynamo traces the hook and breaks the graph at each call into them; fenced as well, the hook is one graph break and none of it is traced\n"
+            "  fenced callees:\n    Group.onload_ by @torch.compiler.disable() (pkg/hooks.py:17)\n    their work runs eagerly already; the hook calls one of them (line 26): fenced as well, its one graph break moves to the hook's call and none of the hook is traced (no break saved there)\n"
         ),
         "{explain}"
     );
@@ -243,5 +244,42 @@ fn a_callee_fenced_by_the_modules_own_wrapper_is_a_fenced_callee() {
     assert_eq!(
         site["evidence"][0]["fenced"], "@_compiler_disable",
         "{site}"
+    );
+}
+
+#[test]
+fn explain_counts_the_graph_breaks_fencing_the_hook_as_well_saves() {
+    // Two calls into the fenced method: traced, two breaks; fenced, one.
+    let twice = HOOKS.replace(
+        "        self.group.onload_()\n",
+        "        self.group.onload_()\n        self.group.onload_()\n",
+    );
+    let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", twice.as_bytes())]);
+    let explain = p
+        .hookfence(&["--explain", "pkg/hooks.py:25", "pkg"])
+        .stdout_str();
+    assert!(
+        explain.contains(
+            "    their work runs eagerly already; the hook calls them 2 times (lines 26, 27): traced, that is 2 graph breaks; fenced as well, it is one (saves 1)\n"
+        ),
+        "{explain}"
+    );
+    // Reached only through a helper of its own: no call of its own body.
+    let helper = HOOKS.replace(
+        "        self.group.onload_()\n        return args, kwargs\n",
+        "        self._bring_in()\n        return args, kwargs\n\n    def _bring_in(self):\n        self.group.onload_()\n",
+    );
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        ("pkg/hooks.py", helper.as_bytes()),
+    ]);
+    let explain = p
+        .hookfence(&["--explain", "pkg/hooks.py:25", "pkg"])
+        .stdout_str();
+    assert!(
+        explain.contains(
+            "    their work runs eagerly already; the hook reaches them through other functions: traced, it runs up to them and breaks the graph there; fenced as well, it is one graph break and none of it is traced\n"
+        ),
+        "{explain}"
     );
 }

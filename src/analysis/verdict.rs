@@ -72,6 +72,10 @@ pub struct HookSite {
     pub discounted: Vec<String>,
     /// How it was found to be a hook, each rule with its place.
     pub discovered_by: Vec<Found>,
+    /// The lines of its own body where it calls a function its authors
+    /// fenced (each a graph break while the hook is traced), when its
+    /// evidence runs through one.
+    pub fenced_calls: Vec<usize>,
 }
 
 /// What a hook that is no offload hook does, as every output says it.
@@ -355,6 +359,7 @@ pub fn decide(
         evidence,
         discounted,
         discovered_by: found,
+        fenced_calls: Vec::new(),
     })
 }
 

@@ -58,6 +58,16 @@ pub(crate) fn finish(
             )
         })
         .collect();
+    // A hook whose offload work runs in functions fenced already: where it
+    // calls them.
+    if let Some(project) = project {
+        for site in &mut sites {
+            if site.fenced_callees().next().is_some() {
+                let at = site.candidate.at;
+                site.fenced_calls = project.fenced_calls(&path, at.line, at.column);
+            }
+        }
+    }
     // A hook that replays registered hooks none of which does offload work
     // says so.
     if let Some(project) = project {

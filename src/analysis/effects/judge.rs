@@ -427,6 +427,34 @@ impl crate::analysis::project::ProjectIndex<'_> {
         self.judge_function(module, line, column)
     }
 
+    /// The lines where the function at `line:column` of `path` calls, in
+    /// its own body, a function its authors fenced: traced, the hook breaks
+    /// the graph at each of them.
+    pub fn fenced_calls(&self, path: &std::path::Path, line: usize, column: usize) -> Vec<usize> {
+        let Some(module) = self.module(path) else {
+            return Vec::new();
+        };
+        let Some(function) = module.function_at(line, column) else {
+            return Vec::new();
+        };
+        let caller = self.caller(&(std::sync::Arc::clone(&module), function));
+        let mut lines: Vec<usize> = module.functions[function]
+            .calls
+            .iter()
+            .enumerate()
+            .filter(|(i, call)| {
+                call.through.is_none()
+                    && caller
+                        .callees(*i)
+                        .iter()
+                        .any(|(m, f)| m.functions[*f].fenced.is_some())
+            })
+            .map(|(_, call)| call.line)
+            .collect();
+        lines.sort_unstable();
+        lines
+    }
+
     /// [`ProjectIndex::judge_hook`] of a function of `module`.
     fn judge_function(
         &self,
