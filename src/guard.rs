@@ -378,7 +378,7 @@ def _fenced_by(fn, wrapper):
     import torch
     import torch._dynamo
 
-    def probe():
+    def probe(*args, **kwargs):
         return None
 
     made = wrapper(probe)
@@ -396,9 +396,22 @@ def _fenced_by(fn, wrapper):
 
         return disable
 
+    try:
+        # Its own parameters, not the probe's: a hook-shaped wrapper
+        # (`def wrapper(self, module, *args)`) takes arguments.
+        parameters = inspect.signature(made, follow_wrapped=False).parameters.values()
+        arguments = [
+            None
+            for p in parameters
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        arguments = []
     torch.compiler.disable, torch._dynamo.disable = (spy(f) for f in saved)
     try:
-        made()
+        made(*arguments)
+    except Exception:
+        pass  # what it reached before failing on made-up arguments still counts
     finally:
         torch.compiler.disable, torch._dynamo.disable = saved
     return any(t is probe or inspect.unwrap(t) is probe for t in seen if t is not None) or _reached(made, probe)

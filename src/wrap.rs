@@ -39,12 +39,18 @@ impl ModulePath {
             } else {
                 dir.join("__init__.py")
             };
-            let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-                break;
-            };
             if !init.is_file() {
                 break;
             }
+            let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                // A package the path does not name (`hooks.py` run from
+                // inside it, `../pkg/hooks.py`): name it from the absolute
+                // path.
+                if dir.is_absolute() && dir.parent().is_none() {
+                    break;
+                }
+                return ModulePath::of(&crate::analysis::module_names::lexical_absolute(file));
+            };
             parts.push(name);
             dir = dir.parent().map(Path::to_path_buf).unwrap_or_default();
         }
@@ -433,7 +439,7 @@ def _fence(fn):
     def fenced(*args, **kwargs):
         nonlocal disabled
         if disabled is None:
-            if "torch._dynamo" not in sys.modules:
+            if not _dynamo_loaded():
                 return fn(*args, **kwargs)
             _skip_wrapper_frame()
             disabled = torch.compiler.disable(fn)
@@ -448,45 +454,77 @@ _WRAPPER_CODE = _fence(len).__code__
 _skipped = []
 
 
+def _dynamo_loaded():
+    """Whether ``torch._dynamo`` is imported, and done importing: while
+    another thread is still importing it, nothing can be compiling, and
+    calling into it would import it a second time, half-initialised."""
+    module = sys.modules.get("torch._dynamo")
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
+
+
 def _skip_wrapper_frame():
     """Tell dynamo never to trace the wrapper's frame itself (the hook inside
     runs through torch.compiler.disable); without it, each wrapper would cost
     one more graph break the first time it runs under torch.compile."""
     if _skipped:
         return
-    _skipped.append(True)
     try:
         from torch._dynamo.eval_frame import skip_code
 
         skip_code(_WRAPPER_CODE)
     except Exception:  # a torch without it: the fence holds, at one more break
-        pass
+        return
+    _skipped.append(True)
 
 
 class _WhenDynamoLoads(importlib.abc.MetaPathFinder):
     """Runs ``_skip_wrapper_frame`` right after ``torch._dynamo`` is imported
     (``torch.compile`` imports it), before dynamo sees any frame; then leaves
-    ``sys.meta_path``."""
+    ``sys.meta_path``. A look-up that imports nothing
+    (``importlib.util.find_spec``) leaves it in place."""
+
+    _looking = False
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch._dynamo":
+        if name != "torch._dynamo" or self._looking:
             return None
+        self._looking = True
         try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        spec = importlib.util.find_spec(name)
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._looking = False
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         load = loader.exec_module
+        finder = self
 
         def exec_module(module):
+            try:
+                sys.meta_path.remove(finder)
+            except ValueError:
+                pass
             load(module)
             _skip_wrapper_frame()
 
-        loader.exec_module = exec_module
+        spec.loader = _Loader(loader, exec_module)
         return spec
+
+
+class _Loader(importlib.abc.Loader):
+    """``loader`` with its ``exec_module`` replaced (the original loader,
+    which other look-ups may share, is left as it is)."""
+
+    def __init__(self, loader, exec_module):
+        self._loader = loader
+        self.exec_module = exec_module
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
 
 
 if "torch._dynamo" in sys.modules:

@@ -351,3 +351,175 @@ fn a_fence_another_module_defines_is_a_fence_for_check_apply_and_the_guard() {
         "{err}"
     );
 }
+
+#[test]
+fn an_imported_fence_rebound_or_imported_only_for_type_checking_fences_nothing() {
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        (
+            "pkg/fences.py",
+            b"import torch\n\n\ndef no_trace(fn):\n    return torch.compiler.disable(fn)\n",
+        ),
+        (
+            "pkg/hooks.py",
+            br#"from typing import TYPE_CHECKING
+
+from pkg.fences import no_trace
+from pkg.fences import no_trace as shadowed
+
+if TYPE_CHECKING:
+    from pkg.fences import no_trace as typing_only
+else:
+    def typing_only(fn):
+        return fn
+
+
+def shadowed(fn):
+    return fn
+
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+
+class Fenced(ModelHook):
+    @no_trace
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+
+class Shadowed(ModelHook):
+    @shadowed
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+
+class TypingOnly(ModelHook):
+    @typing_only
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#,
+        ),
+    ]);
+    let list = p.hookfence(&["--list", "pkg"]).stdout_str();
+    assert!(
+        list.contains("  fenced  Fenced.pre_forward  fenced by @no_trace;"),
+        "{list}"
+    );
+    assert!(
+        list.contains("  unfenced  Shadowed.pre_forward  "),
+        "{list}"
+    );
+    assert!(
+        list.contains("  unfenced  TypingOnly.pre_forward  "),
+        "{list}"
+    );
+}
+
+#[test]
+fn a_run_from_inside_the_package_names_its_modules_as_python_does() {
+    // `hookfence --check hooks.py` run in `pkg/`, or `../pkg/hooks.py` from
+    // `pkg/sub/`: the module is `pkg.hooks` all the same, so its imports
+    // (here, a fence in `pkg.fences`) resolve, and the guard names it so.
+    let p = imported_fences_project();
+    let run_in = |dir: &str, args: &[&str]| -> common::Run {
+        let child = std::process::Command::new(common::BIN)
+            .args(args)
+            .current_dir(p.path(dir))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        common::finish(child, &format!("hookfence {args:?} in {dir}")).into()
+    };
+    let whole = p.hookfence(&["--check", "pkg/hooks.py"]);
+    for (dir, file) in [("pkg", "hooks.py"), ("pkg/compat", "../hooks.py")] {
+        let run = run_in(dir, &["--check", file]);
+        assert_eq!(
+            run.code, whole.code,
+            "{dir} {file}: {run}\nfrom the root: {whole}"
+        );
+        assert!(
+            run.stderr
+                .contains("1 offload hook unfenced in 1 file (3 already fenced"),
+            "{dir} {file}: {run}"
+        );
+    }
+    run_in(
+        "pkg",
+        &["-q", "--emit-pytest", "../from_inside.py", "hooks.py"],
+    )
+    .expect_code(0);
+    let guard = p.read_str("from_inside.py");
+    assert!(
+        guard.contains(
+            "(\"pkg.hooks\", \"CpuOffload.pre_forward\", \"pkg.compat.fences.lazy_disable\"),"
+        ),
+        "{guard}"
+    );
+}
+
+#[test]
+fn the_guard_checks_a_wrapper_that_takes_the_hooks_arguments_and_a_fence_factory() {
+    // A lazy wrapper with named positional parameters, and a factory used
+    // as `@fence(...)`: --check accepts both, and so does the guard.
+    let p = Project::new(&[
+        ("pkg/__init__.py", b""),
+        (
+            "pkg/hooks.py",
+            br#"import torch
+
+
+def lazy(fn):
+    def wrapper(self, module, *args, **kwargs):
+        return torch.compiler.disable(fn)(self, module, *args, **kwargs)
+
+    return wrapper
+
+
+def fence(recursive=True):
+    def deco(fn):
+        return torch.compiler.disable(fn, recursive=recursive)
+
+    return deco
+
+
+class ModelHook:
+    def pre_forward(self, module, *args, **kwargs):
+        return args, kwargs
+
+
+class A(ModelHook):
+    @lazy
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+
+
+class B(ModelHook):
+    @fence(recursive=True)
+    def pre_forward(self, module, *args, **kwargs):
+        module.to("cuda")
+        return args, kwargs
+"#,
+        ),
+    ]);
+    p.hookfence(&["--check", "pkg"]).expect_code(0);
+    p.hookfence(&["-q", "--emit-pytest", "test_fences.py", "pkg"])
+        .expect_code(0);
+    let guard = p.read_str("test_fences.py");
+    assert!(
+        guard.contains("(\"pkg.hooks\", \"A.pre_forward\", \"pkg.hooks.lazy\"),"),
+        "{guard}"
+    );
+    assert!(
+        guard.contains("(\"pkg.hooks\", \"B.pre_forward\", None),"),
+        "{guard}"
+    );
+    python_imports(p.root(), &["test_fences"], RUN_GUARD).unwrap();
+}

@@ -57,6 +57,21 @@ fn project() -> Project {
     Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", HOOKS.as_bytes())])
 }
 
+/// What `--explain AT` prints for the package.
+fn explained(p: &Project, at: &str) -> String {
+    p.hookfence(&["--explain", at, "pkg"]).stdout_str()
+}
+
+/// The JSON site of the hook `qualname`.
+fn site_named<'a>(doc: &'a serde_json::Value, qualname: &str) -> &'a serde_json::Value {
+    doc["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["qualname"] == qualname)
+        .unwrap_or_else(|| panic!("no site {qualname}: {doc}"))
+}
+
 fn json(run: &Run) -> serde_json::Value {
     serde_json::from_slice(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run}"))
 }
@@ -149,12 +164,7 @@ fn every_output_renders_the_same_evidence_for_a_site() {
 fn a_hook_whose_offload_work_is_fenced_in_a_callee_says_so_everywhere() {
     let p = project();
     let doc = json(&p.hookfence(&["--format", "json", "pkg"]));
-    let site = doc["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["qualname"] == "GroupHook.pre_forward")
-        .unwrap();
+    let site = site_named(&doc, "GroupHook.pre_forward");
     assert_eq!(site["status"], "unfenced");
     assert_eq!(
         site["evidence"][0]["fenced"], "@torch.compiler.disable()",
@@ -169,9 +179,7 @@ fn a_hook_whose_offload_work_is_fenced_in_a_callee_says_so_everywhere() {
         "{site}"
     );
 
-    let explain = p
-        .hookfence(&["--explain", "pkg/hooks.py:25", "pkg"])
-        .stdout_str();
+    let explain = explained(&p, "pkg/hooks.py:25");
     assert!(
         explain.contains(
             "  fenced callees:\n    Group.onload_ by @torch.compiler.disable() (pkg/hooks.py:17)\n    their work runs eagerly already; the hook calls one of them (line 26): fenced as well, its one graph break moves to the hook's call and none of the hook is traced (no break saved there)\n"
@@ -179,9 +187,7 @@ fn a_hook_whose_offload_work_is_fenced_in_a_callee_says_so_everywhere() {
         "{explain}"
     );
     // The hook that moves its module itself names no fenced callee.
-    let explain = p
-        .hookfence(&["--explain", "pkg/hooks.py:36", "pkg"])
-        .stdout_str();
+    let explain = explained(&p, "pkg/hooks.py:36");
     assert!(!explain.contains("fenced callees"), "{explain}");
 
     // The summary names it beside "0 already fenced", in every mode.
@@ -235,12 +241,7 @@ fn a_callee_fenced_by_the_modules_own_wrapper_is_a_fenced_callee() {
     .replace("    @torch.compiler.disable()\n    def onload_", "    @_compiler_disable\n    def onload_");
     let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", lazy.as_bytes())]);
     let doc = json(&p.hookfence(&["--format", "json", "pkg"]));
-    let site = doc["sites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["qualname"] == "GroupHook.pre_forward")
-        .unwrap();
+    let site = site_named(&doc, "GroupHook.pre_forward");
     assert_eq!(
         site["evidence"][0]["fenced"], "@_compiler_disable",
         "{site}"
@@ -255,9 +256,7 @@ fn explain_counts_the_graph_breaks_fencing_the_hook_as_well_saves() {
         "        self.group.onload_()\n        self.group.onload_()\n",
     );
     let p = Project::new(&[("pkg/__init__.py", b""), ("pkg/hooks.py", twice.as_bytes())]);
-    let explain = p
-        .hookfence(&["--explain", "pkg/hooks.py:25", "pkg"])
-        .stdout_str();
+    let explain = explained(&p, "pkg/hooks.py:25");
     assert!(
         explain.contains(
             "    their work runs eagerly already; the hook calls them 2 times (lines 26, 27): traced, that is 2 graph breaks; fenced as well, it is one (saves 1)\n"
@@ -273,9 +272,7 @@ fn explain_counts_the_graph_breaks_fencing_the_hook_as_well_saves() {
         ("pkg/__init__.py", b""),
         ("pkg/hooks.py", helper.as_bytes()),
     ]);
-    let explain = p
-        .hookfence(&["--explain", "pkg/hooks.py:25", "pkg"])
-        .stdout_str();
+    let explain = explained(&p, "pkg/hooks.py:25");
     assert!(
         explain.contains(
             "    their work runs eagerly already; the hook reaches them through other functions: traced, it runs up to them and breaks the graph there; fenced as well, it is one graph break and none of it is traced\n"

@@ -16,7 +16,7 @@ use crate::analysis::fences::{
 };
 use crate::analysis::fences::{binding_scope, comment_lines_above, lines_speaking_for};
 use crate::analysis::file_facts::{
-    Candidate, ClassFact, FenceAt, FenceState, FileFacts, Owner, Target, Unresolved,
+    Candidate, ClassFact, FenceAt, FenceState, FencedBy, FileFacts, Owner, Target, Unresolved,
 };
 use crate::analysis::hook_values::{Resolved, registrar_and_hook, resolve_hook};
 use crate::analysis::scope::SemanticModel;
@@ -282,6 +282,17 @@ pub fn analyze_with(
     }
 }
 
+/// What fences through a decorator written `how`: a project's fencing
+/// function applied through a call (`@fence_factory(...)`) is a factory
+/// whose arguments the guard cannot replay, so it is checked by the marker
+/// its product leaves, as torch's own disable is.
+pub(crate) fn for_decorator(by: FencedBy, how: &str) -> FencedBy {
+    match by {
+        FencedBy::Wrapper { .. } if how.ends_with(')') => FencedBy::Torch,
+        by => by,
+    }
+}
+
 fn is_outermost_decorator(callee: &str) -> bool {
     let last = callee.rsplit('.').next().unwrap_or(callee);
     OUTERMOST_DECORATORS.contains(&last) || matches!(last, "setter" | "getter" | "deleter")
@@ -303,9 +314,10 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         .iter()
         .find_map(|d| {
             let callee = decorator_callee(*d, text).filter(|c| ctx.is_fence_callee(c))?;
+            let how = strip_space(text_of(*d, text));
             Some(FenceState::Fenced {
-                how: strip_space(text_of(*d, text)),
-                by: ctx.fenced_by(&callee),
+                by: for_decorator(ctx.fenced_by(&callee), &how),
+                how,
             })
         })
         .unwrap_or(FenceState::Unfenced);
@@ -368,10 +380,11 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
                 .filter_map(|d| {
                     let callee = decorator_callee(*d, text)?;
                     let first = callee.split('.').next().unwrap_or(&callee);
-                    ctx.bindings
-                        .any_scope
-                        .contains_key(first)
-                        .then(|| (callee, strip_space(text_of(*d, text))))
+                    // Bound there by a module-level import (not one under
+                    // `if TYPE_CHECKING:`) and by nothing else.
+                    (ctx.bindings.module_level.contains_key(first)
+                        && ctx.model.only_import(first, d.start_byte()))
+                    .then(|| (callee, strip_space(text_of(*d, text))))
                 })
                 .collect()
         } else {

@@ -7,15 +7,18 @@ use std::path::{Path, PathBuf};
 /// The dotted module name of a file: its stem, under every enclosing
 /// directory that holds an `__init__.py`.
 pub fn module_name(path: &Path) -> String {
+    // The directories above it, by name: from inside a package
+    // (`hooks.py`, `../pkg/hooks.py`) only the absolute path names them.
+    let walked = lexical_absolute(path);
     let mut parts: Vec<String> = Vec::new();
-    let stem = path
+    let stem = walked
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     if stem != "__init__" {
         parts.push(stem);
     }
-    let mut dir = path.parent();
+    let mut dir = walked.parent();
     while let Some(d) = dir {
         if !d.join("__init__.py").is_file() {
             break;
@@ -28,6 +31,24 @@ pub fn module_name(path: &Path) -> String {
     }
     parts.reverse();
     parts.join(".")
+}
+
+/// `path` made absolute against the current directory, with `.` and `..`
+/// folded by their text (as Python's import system reads `sys.path`
+/// entries): the directories a relative path stands in, by name.
+pub fn lexical_absolute(path: &Path) -> std::path::PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The package a module's relative imports start from.
@@ -73,13 +94,20 @@ pub fn absolute(path: &str, package: &str) -> String {
 /// The directory a file's top-level package is imported from.
 pub(super) fn import_root(path: &Path, module: &str) -> Option<PathBuf> {
     let depth = module.split('.').count();
-    let mut root = path.parent()?;
     let is_package = path.file_stem().is_some_and(|s| s == "__init__");
     let up = if is_package { depth } else { depth - 1 };
-    for _ in 0..up {
-        root = root.parent()?;
-    }
-    Some(root.to_path_buf())
+    // As the path spells it where it names enough directories
+    // (`pkg/hooks.py` -> ``), else from its absolute form (`hooks.py` run
+    // from inside `pkg`).
+    let climb = |path: &Path| -> Option<PathBuf> {
+        let mut root = path.parent()?;
+        for _ in 0..up {
+            root.file_name()?;
+            root = root.parent()?;
+        }
+        Some(root.to_path_buf())
+    };
+    climb(path).or_else(|| climb(&lexical_absolute(path)))
 }
 
 #[cfg(test)]

@@ -309,6 +309,21 @@ impl SemanticModel {
         found.unknown || found.bindings.is_empty() || found.bindings.iter().any(is_import)
     }
 
+    /// Whether `name`, looked up by code at `offset`, is bound there by an
+    /// import and by nothing else that can be in effect.
+    pub fn only_import(&self, name: &str, offset: usize) -> bool {
+        if self.scopes.is_empty() {
+            return false;
+        }
+        let found = self.possible_bindings(name, self.scope_at(offset), offset);
+        !found.unknown
+            && !found.bindings.is_empty()
+            && found
+                .bindings
+                .iter()
+                .all(|id| matches!(self.binding(*id).kind, BindingKind::Import { .. }))
+    }
+
     /// Every scope, the module first.
     pub fn scopes(&self) -> &[Scope] {
         &self.scopes

@@ -40,7 +40,10 @@ pub(crate) fn finish(
             if let Some((path, how)) = found {
                 candidate.fence = file_facts::FenceState::Fenced {
                     how: how.clone(),
-                    by: file_facts::FencedBy::Wrapper { path, local: false },
+                    by: crate::analysis::matcher::for_decorator(
+                        file_facts::FencedBy::Wrapper { path, local: false },
+                        how,
+                    ),
                 };
             }
         }
