@@ -426,20 +426,9 @@ fn a_run_from_inside_the_package_names_its_modules_as_python_does() {
     // `pkg/sub/`: the module is `pkg.hooks` all the same, so its imports
     // (here, a fence in `pkg.fences`) resolve, and the guard names it so.
     let p = imported_fences_project();
-    let run_in = |dir: &str, args: &[&str]| -> common::Run {
-        let child = std::process::Command::new(common::BIN)
-            .args(args)
-            .current_dir(p.path(dir))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        common::finish(child, &format!("hookfence {args:?} in {dir}")).into()
-    };
     let whole = p.hookfence(&["--check", "pkg/hooks.py"]);
     for (dir, file) in [("pkg", "hooks.py"), ("pkg/compat", "../hooks.py")] {
-        let run = run_in(dir, &["--check", file]);
+        let run = p.hookfence_in(dir, &["--check", file]);
         assert_eq!(
             run.code, whole.code,
             "{dir} {file}: {run}\nfrom the root: {whole}"
@@ -450,7 +439,7 @@ fn a_run_from_inside_the_package_names_its_modules_as_python_does() {
             "{dir} {file}: {run}"
         );
     }
-    run_in(
+    p.hookfence_in(
         "pkg",
         &["-q", "--emit-pytest", "../from_inside.py", "hooks.py"],
     )

@@ -173,16 +173,21 @@ impl Project {
     /// Runs hookfence with `args` at the project root, stdin closed and
     /// stdout/stderr piped (no terminal).
     pub fn hookfence(&self, args: &[&str]) -> Run {
+        self.hookfence_in(".", args)
+    }
+
+    /// [`Project::hookfence`] with its cwd at `dir`, below the root.
+    pub fn hookfence_in(&self, dir: &str, args: &[&str]) -> Run {
         let child = std::process::Command::new(BIN)
             .args(args)
-            .current_dir(self.root())
+            .current_dir(self.path(dir))
             .env_remove("NO_COLOR")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        finish(child, &format!("hookfence {args:?}")).into()
+        finish(child, &format!("hookfence {args:?} in {dir}")).into()
     }
 }
 
