@@ -94,6 +94,12 @@ def attribute_rebound(n):
     )
 
 
+def attribute_rebound_moving(n):
+    # B7 where every function moves the module: each call reaches n
+    # functions with effects.
+    return attribute_rebound(n).replace("    return m\n", "    m.to('cuda')\n    return m\n")
+
+
 def replayed_tables(n):
     # B8: n hooks replaying a table that n registrations fill.
     return (
@@ -122,6 +128,7 @@ SHAPES = [
     ("forward replacements in one file", forward_replacements, 4000),
     ("one hook calling n functions", many_callees, 16000),
     ("one attribute rebound and called n times (B7)", attribute_rebound, 1000),
+    ("B7 where every function moves the module", attribute_rebound_moving, 1000),
     ("n hooks replaying a table of n registrations (B8)", replayed_tables, 500),
 ]
 

@@ -259,8 +259,8 @@ impl ProjectIndex<'_> {
                             || module.imports.contains_key(r)
                     });
                     if known {
-                        for (target_module, target) in self.targets(module, wrapper, call) {
-                            discovered.add_function(&target_module, target, &why);
+                        for (target_module, target) in self.targets(module, wrapper, call).iter() {
+                            discovered.add_function(target_module, *target, &why);
                         }
                         continue;
                     }
@@ -278,8 +278,8 @@ impl ProjectIndex<'_> {
                     discovered.add_dispatcher(method, module, wrapper, false);
                 }
                 Callee::Name(_) => {
-                    for (target_module, target) in self.targets(module, wrapper, call) {
-                        discovered.add_function(&target_module, target, &why);
+                    for (target_module, target) in self.targets(module, wrapper, call).iter() {
+                        discovered.add_function(target_module, *target, &why);
                     }
                 }
             }

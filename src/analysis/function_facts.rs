@@ -14,7 +14,7 @@ use crate::analysis::vocabulary::Vocabulary;
 use crate::syntax::{Enclosing, text_of};
 
 /// A call a function makes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Callee {
     /// `f(...)`
     Name(String),

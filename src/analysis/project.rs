@@ -19,8 +19,14 @@ pub const MOST_UNTYPED_TARGETS: usize = 3;
 
 pub(super) type FunctionRef = (Arc<ModuleFacts>, usize);
 
+/// The functions one call can reach. Calls that reach the same functions
+/// by the same route (an attribute set to many functions and called many
+/// times) share one list, so memory and the walks over it grow with the
+/// calls and the functions, not their product.
+pub(crate) type Targets = Arc<[FunctionRef]>;
+
 /// The targets of each call of one function, in the order of its calls.
-pub(crate) type CallTargets = Arc<Vec<Vec<FunctionRef>>>;
+pub(crate) type CallTargets = Arc<Vec<Targets>>;
 
 pub use crate::analysis::module_cache::ModuleCache;
 
@@ -322,20 +328,20 @@ impl<'v> ProjectIndex<'v> {
         module: &Arc<ModuleFacts>,
         function: usize,
         call: &CallFact,
-    ) -> Vec<FunctionRef> {
+    ) -> Targets {
         let caller = &module.functions[function];
         match &call.callee {
             // Every hook the project registers in a replayed table.
             _ if let Some(Through::Replayed { registrar, .. }) = &call.through => {
-                self.replayed(registrar).to_vec()
+                self.replayed(registrar)
             }
-            Callee::Name(_) if call.opaque => Vec::new(),
+            Callee::Name(_) if call.opaque => Targets::default(),
             Callee::Name(name) if call.not_the_import => module
                 .functions_named(name, Some(caller.start))
                 .into_iter()
                 .map(|i| (Arc::clone(module), i))
                 .collect(),
-            Callee::Name(name) => self.named_function(module, name, Some(caller.start)),
+            Callee::Name(name) => self.named_function(module, name, Some(caller.start)).into(),
             // A method a call only stands for (`Fn.apply(...)` runs
             // `Fn.forward` and `Fn.backward`): followed on a class only.
             Callee::Method {
@@ -353,7 +359,7 @@ impl<'v> ProjectIndex<'v> {
                     let attribute = class.rsplit('.').next().unwrap_or(class);
                     return match class.contains('.') {
                         true => self.held_targets(module, attribute, Some(method)),
-                        false => Vec::new(),
+                        false => Targets::default(),
                     };
                 }
                 self.classes_named(module, class)
@@ -382,10 +388,12 @@ impl<'v> ProjectIndex<'v> {
                                     .any(|&i| module.functions[i].name == *method)
                         }) =>
                     {
-                        return Vec::new();
+                        return Targets::default();
                     }
                     (Some("self" | "cls"), Some(class)) => {
-                        return self.method_of(module, class, method, &mut HashSet::new());
+                        return self
+                            .method_of(module, class, method, &mut HashSet::new())
+                            .into();
                     }
                     (Some(r), Some(class)) if r.starts_with("self.") && !r[5..].contains('.') => {
                         let attribute = &r[5..];
@@ -417,12 +425,14 @@ impl<'v> ProjectIndex<'v> {
                         // `x = make()`: a call that is no class of the
                         // project tells nothing of the type.
                         if !typed.is_empty() {
-                            return typed;
+                            return typed.into();
                         }
                         return self.untyped_or_held(module, method, false);
                     }
                     if module.classes.contains_key(r) {
-                        return self.method_of(module, r, method, &mut HashSet::new());
+                        return self
+                            .method_of(module, r, method, &mut HashSet::new())
+                            .into();
                     }
                     if call.not_the_import {
                         // A local value that is no import: of no known type.
@@ -444,10 +454,12 @@ impl<'v> ProjectIndex<'v> {
                             && let Some(target) = self.module_named(module_path, module)
                             && target.classes.contains_key(class)
                         {
-                            return self.method_of(&target, class, method, &mut HashSet::new());
+                            return self
+                                .method_of(&target, class, method, &mut HashSet::new())
+                                .into();
                         }
                         // Something imported from outside the project.
-                        return Vec::new();
+                        return Targets::default();
                     }
                 }
                 self.untyped_or_held(module, method, held_receiver(caller, call))
@@ -459,15 +471,10 @@ impl<'v> ProjectIndex<'v> {
     /// set to in the module (`ctx.post_backward = _run_after_backward`).
     /// `held`: the receiver is a value the caller holds (see
     /// [`held_receiver`]), which may be of any class of the project.
-    fn untyped_or_held(
-        &self,
-        module: &Arc<ModuleFacts>,
-        method: &str,
-        held: bool,
-    ) -> Vec<FunctionRef> {
+    fn untyped_or_held(&self, module: &Arc<ModuleFacts>, method: &str, held: bool) -> Targets {
         let found = self.untyped(module, method, held);
         if !found.is_empty() || GENERIC_METHODS.contains(&method) {
-            return found;
+            return found.into();
         }
         self.held_targets(module, method, None)
     }
@@ -480,9 +487,9 @@ impl<'v> ProjectIndex<'v> {
         module: &Arc<ModuleFacts>,
         attribute: &str,
         method: Option<&str>,
-    ) -> Vec<FunctionRef> {
+    ) -> Targets {
         let Some(values) = module.held.get(attribute) else {
-            return Vec::new();
+            return Targets::default();
         };
         // Asked for every call of the attribute: answered once per module,
         // attribute and method.
@@ -497,7 +504,7 @@ impl<'v> ProjectIndex<'v> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
         if let Some(known) = lock().get(&key) {
-            return known.to_vec();
+            return Arc::clone(known);
         }
         let mut found: Vec<FunctionRef> = Vec::new();
         let mut seen: HashSet<(usize, usize)> = HashSet::new();
@@ -522,8 +529,8 @@ impl<'v> ProjectIndex<'v> {
         }
         // The module's facts are held by the answer kept, so the address
         // names them for as long as the entry lives.
-        let kept: Arc<[FunctionRef]> = found.into();
-        lock().entry(key).or_insert(kept).to_vec()
+        let kept: Targets = found.into();
+        Arc::clone(lock().entry(key).or_insert(kept))
     }
 
     /// The indexed methods named `method`, when few classes define one.
@@ -594,7 +601,7 @@ impl ProjectIndex<'_> {
         let through = |callee: &str| -> Vec<FunctionRef> {
             let call = as_call(callee);
             match scope {
-                Some(scope) => self.targets(module, scope, &call),
+                Some(scope) => self.targets(module, scope, &call).to_vec(),
                 None => self.module_level_targets(module, &call),
             }
         };

@@ -650,7 +650,7 @@ impl ProjectIndex<'_> {
             opaque: false,
             ..call.clone()
         };
-        self.targets(&at.0, at.1, &handed)
+        self.targets(&at.0, at.1, &handed).to_vec()
     }
 
     /// Whether `function` runs a model's compute: it is a forward (or

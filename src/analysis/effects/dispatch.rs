@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::analysis::effects::value::{Root, Val};
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
-use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::project::{FunctionRef, ProjectIndex, Targets};
 
 /// Most classes a receiver is resolved through.
 const MOST_CLASSES: usize = 8;
@@ -24,10 +24,10 @@ impl ProjectIndex<'_> {
         module: &Arc<ModuleFacts>,
         function: usize,
         call: &CallFact,
-    ) -> Vec<FunctionRef> {
+    ) -> Targets {
         let typed = self.typed_targets(module, function, call);
         if !typed.is_empty() {
-            return self.past_placeholders(module, typed, call);
+            return self.past_placeholders(module, typed.into(), call);
         }
         let found = self.targets(module, function, call);
         if !found.is_empty() || call.through.is_some() {
@@ -40,29 +40,24 @@ impl ProjectIndex<'_> {
             {
                 let attached = self.attached_elsewhere(module, method);
                 if !attached.is_empty() {
-                    return attached;
+                    return attached.into();
                 }
-                self.protocol_methods(module, method)
+                self.protocol_methods(module, method).into()
             }
-            _ => Vec::new(),
+            _ => Targets::default(),
         }
     }
 
     /// `found`, or where it is only a protocol base's placeholders and the
     /// method is a protocol found by use, every definition of it.
-    fn past_placeholders(
-        &self,
-        module: &ModuleFacts,
-        found: Vec<FunctionRef>,
-        call: &CallFact,
-    ) -> Vec<FunctionRef> {
+    fn past_placeholders(&self, module: &ModuleFacts, found: Targets, call: &CallFact) -> Targets {
         let Callee::Method { method, .. } = &call.callee else {
             return found;
         };
         if !found.is_empty() && found.iter().all(|(m, f)| m.functions[*f].placeholder) {
             let every = self.protocol_methods(module, method);
             if !every.is_empty() {
-                return every;
+                return every.into();
             }
         }
         found
@@ -194,11 +189,11 @@ impl ProjectIndex<'_> {
                     .iter()
                     .filter(|c| c.start == *start && c.through.is_none())
                 {
-                    for (callee_module, callee) in self.targets(module, function, call) {
-                        for returned in callee_module.functions[callee].local.returns.iter() {
+                    for (callee_module, callee) in self.targets(module, function, call).iter() {
+                        for returned in callee_module.functions[*callee].local.returns.iter() {
                             found.extend(self.classes_of(
-                                &callee_module,
-                                callee,
+                                callee_module,
+                                *callee,
                                 returned,
                                 depth + 1,
                             ));
@@ -244,12 +239,12 @@ impl ProjectIndex<'_> {
             if Arc::ptr_eq(&neighbour, module) {
                 continue;
             }
-            for target in self.held_targets(&neighbour, method, None) {
+            for target in self.held_targets(&neighbour, method, None).iter() {
                 if !found
                     .iter()
                     .any(|f| f.1 == target.1 && f.0.path == target.0.path)
                 {
-                    found.push(target);
+                    found.push(target.clone());
                 }
             }
         }

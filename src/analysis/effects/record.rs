@@ -115,17 +115,38 @@ const MOST_EFFECTS: usize = 64;
 
 impl Summary {
     pub(crate) fn from_effects(effects: Vec<Effect>) -> Summary {
-        let mut best: BTreeMap<(Kind, Target, Acts), Effect> = BTreeMap::new();
+        let mut best = BestEffects::default();
         for effect in effects {
-            let key = (effect.kind, effect.target.clone(), effect.acts);
-            match best.get(&key) {
-                Some(known) if known.rank() <= effect.rank() => {}
-                _ => {
-                    best.insert(key, effect);
-                }
+            best.add(effect);
+        }
+        best.into_summary()
+    }
+}
+
+/// The best-ranked effect of each kind, target and way of acting, kept as
+/// effects are found: what [`Summary::from_effects`] keeps of them, in
+/// memory that grows with the distinct keys, not with the effects found
+/// (a function that calls many others with effects many times).
+#[derive(Debug, Default)]
+pub(crate) struct BestEffects {
+    best: BTreeMap<(Kind, Target, Acts), Effect>,
+}
+
+impl BestEffects {
+    /// Keeps `effect` where it ranks before the one of its key (the first
+    /// of equals stays).
+    pub(crate) fn add(&mut self, effect: Effect) {
+        let key = (effect.kind, effect.target.clone(), effect.acts);
+        match self.best.get(&key) {
+            Some(known) if known.rank() <= effect.rank() => {}
+            _ => {
+                self.best.insert(key, effect);
             }
         }
-        let mut effects: Vec<Effect> = best.into_values().collect();
+    }
+
+    pub(crate) fn into_summary(self) -> Summary {
+        let mut effects: Vec<Effect> = self.best.into_values().collect();
         if effects.len() > MOST_EFFECTS {
             effects.sort_by(|a, b| a.rank().cmp(&b.rank()));
             effects.truncate(MOST_EFFECTS);
@@ -145,6 +166,9 @@ impl Summary {
 #[derive(Debug, Default)]
 pub struct Summaries {
     memo: Mutex<SummaryMemo>,
+    /// How many callee effects were mapped into a caller's terms (one per
+    /// effect, call and callee followed): the work the summaries did.
+    mapped: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -158,6 +182,16 @@ impl Summaries {
     /// How many functions have been summarised so far.
     pub fn computed(&self) -> usize {
         self.lock().computed
+    }
+
+    /// How many callee effects have been mapped into a caller's terms.
+    pub fn mapped(&self) -> usize {
+        self.mapped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_mapped(&self, effects: usize) {
+        self.mapped
+            .fetch_add(effects, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, SummaryMemo> {

@@ -136,7 +136,7 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             if call.start != start || call.through.is_some() {
                 continue;
             }
-            for callee in &self.node.callees[i] {
+            for callee in self.node.callees[i].iter() {
                 let Some(summary) = (self.summary_of)(callee) else {
                     continue;
                 };

@@ -13,19 +13,34 @@
 //! on `self.<attr>` of a class that only ever stores its own data there (an
 //! observer's running statistics) is dropped where the class is known.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::analysis::effects::judge::Role;
-use crate::analysis::effects::record::SummaryMemo;
+use crate::analysis::effects::local::CallValues;
+use crate::analysis::effects::record::{BestEffects, SummaryMemo};
 pub use crate::analysis::effects::record::{Effect, FnKey, Link, Summaries, Summary, Target};
 use crate::analysis::effects::resolve::{Node, Resolver, judge_attribute};
 use crate::analysis::effects::value::Shape;
-use crate::analysis::project::{CallTargets, FunctionRef, ProjectIndex};
+use crate::analysis::function_facts::Callee;
+use crate::analysis::project::{CallTargets, FunctionRef, ProjectIndex, Targets};
 use crate::analysis::reached::Step;
 
 /// Most rounds of the fixpoint inside one component.
 const MOST_ROUNDS: usize = 64;
+
+/// A target list's identity: calls that share the list share the address.
+fn list_id(list: &Targets) -> usize {
+    Arc::as_ptr(list).cast::<()>() as usize
+}
+
+/// The distinct target lists of a function's calls, each once.
+fn distinct_lists(callees: &[Targets]) -> impl Iterator<Item = &Targets> {
+    let mut seen: HashSet<usize> = HashSet::new();
+    callees
+        .iter()
+        .filter(move |list| seen.insert(list_id(list)))
+}
 
 fn key_of(function: &FunctionRef) -> FnKey {
     (
@@ -58,6 +73,9 @@ impl ProjectIndex<'_> {
             node: usize,
             call: usize,
             target: usize,
+            /// The target lists looked at already (calls that share one
+            /// list are one set of edges).
+            lists: HashSet<usize>,
         }
         #[derive(Default)]
         struct Search {
@@ -84,6 +102,7 @@ impl ProjectIndex<'_> {
             node: first,
             call: 0,
             target: 0,
+            lists: HashSet::new(),
         });
         while let Some(frame) = frames.last_mut() {
             let node = frame.node;
@@ -91,6 +110,10 @@ impl ProjectIndex<'_> {
             let mut next: Option<FunctionRef> = None;
             while frame.call < search.nodes[node].callees.len() {
                 let targets = &search.nodes[node].callees[frame.call];
+                if frame.target == 0 && !frame.lists.insert(list_id(targets)) {
+                    frame.call += 1;
+                    continue;
+                }
                 if frame.target < targets.len() {
                     let target = &targets[frame.target];
                     frame.target += 1;
@@ -117,6 +140,7 @@ impl ProjectIndex<'_> {
                             node: id,
                             call: 0,
                             target: 0,
+                            lists: HashSet::new(),
                         });
                     }
                 }
@@ -155,10 +179,8 @@ impl ProjectIndex<'_> {
             .map(|k| (k.clone(), Arc::new(Summary::default())))
             .collect();
         let recursive = members.len() > 1
-            || nodes[members[0]]
-                .callees
-                .iter()
-                .flatten()
+            || distinct_lists(&nodes[members[0]].callees)
+                .flat_map(|list| list.iter())
                 .any(|t| key_of(t) == keys[0]);
         for _ in 0..MOST_ROUNDS {
             let mut changed = false;
@@ -192,8 +214,21 @@ impl ProjectIndex<'_> {
     ) -> Summary {
         let resolver = Resolver::of(self, node, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
-        let mut effects: Vec<Effect> = Vec::new();
+        let mut effects = BestEffects::default();
         let mut discounts: Vec<String> = Vec::new();
+        // Effects on `self.<attr>` of a class that only stores its own data
+        // there, set aside (after the other discounts).
+        let mut own_data: Vec<String> = Vec::new();
+        let mut keep = |mut effect: Effect, effects: &mut BestEffects| {
+            if judge_attribute(&mut effect.target, module, function) {
+                effects.add(effect);
+            } else if effect.chain.is_none() {
+                own_data.push(format!(
+                    "line {}: {} (the object's own data: its class only stores values it makes there)",
+                    effect.line, effect.detail
+                ));
+            }
+        };
         // The call starting at `start` hands back new storage.
         let storage_returned_at = |start: usize| {
             function
@@ -245,22 +280,58 @@ impl ProjectIndex<'_> {
                 Some(val) => resolver.targets(val, 0),
             };
             for target in targets {
-                effects.push(Effect {
-                    kind,
-                    target,
-                    detail: detail.clone(),
-                    via: local.on.as_ref().and_then(|v| v.via.clone()),
-                    path: module.path.clone(),
-                    line: local.line,
-                    chain: None,
-                    length: 0,
-                    acts: local.acts,
-                });
+                keep(
+                    Effect {
+                        kind,
+                        target,
+                        detail: detail.clone(),
+                        via: local.on.as_ref().and_then(|v| v.via.clone()),
+                        path: module.path.clone(),
+                        line: local.line,
+                        chain: None,
+                        length: 0,
+                        acts: local.acts,
+                    },
+                    &mut effects,
+                );
             }
         }
         let mut measures = false;
+        // Whether a target list holds a callee with effects, once per list
+        // (calls that share a list ask the same question).
+        let mut quiet_lists: HashMap<usize, bool> = HashMap::new();
+        let mut repeated: HashSet<(usize, &Callee, CallValues)> = HashSet::new();
         for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
-            for callee in callees {
+            let quiet = *quiet_lists.entry(list_id(callees)).or_insert_with(|| {
+                let mut quiet = true;
+                for callee in callees.iter() {
+                    if let Some(summary) = summary_of(callee) {
+                        measures |= callee.0.functions[callee.1].local.measures;
+                        quiet &= summary.effects.is_empty();
+                    }
+                }
+                quiet
+            });
+            if quiet {
+                continue;
+            }
+            // A call that reaches the same functions, by the same callee
+            // and with the same arguments, as an earlier one adds nothing:
+            // its effects have the same kinds, targets and ranks, and the
+            // first of equals is kept (`ctx.rel(m)` after each of many
+            // `ctx.rel = r`).
+            if call.through.is_none() && call.constructed_class().is_none() {
+                let mut values = function
+                    .local
+                    .call_at(call.start)
+                    .cloned()
+                    .unwrap_or_default();
+                values.start = 0;
+                if !repeated.insert((list_id(callees), &call.callee, values)) {
+                    continue;
+                }
+            }
+            for callee in callees.iter() {
                 let Some(summary) = summary_of(callee) else {
                     continue;
                 };
@@ -280,20 +351,12 @@ impl ProjectIndex<'_> {
                 {
                     continue;
                 }
-                effects.extend(resolver.effects_through(i, callee, &summary));
+                for effect in resolver.effects_through(i, callee, &summary) {
+                    keep(effect, &mut effects);
+                }
             }
         }
-        // `self.<attr>` of a class that only stores its own data there.
-        effects.retain_mut(|effect| {
-            let kept = judge_attribute(&mut effect.target, module, function);
-            if !kept && effect.chain.is_none() {
-                discounts.push(format!(
-                    "line {}: {} (the object's own data: its class only stores values it makes there)",
-                    effect.line, effect.detail
-                ));
-            }
-            kept
-        });
+        discounts.append(&mut own_data);
         let mut returns: Vec<Target> = Vec::new();
         for val in function.local.returns.iter() {
             for mut target in resolver.targets(val, 0) {
@@ -306,7 +369,7 @@ impl ProjectIndex<'_> {
             }
         }
         returns.sort();
-        let mut summary = Summary::from_effects(effects);
+        let mut summary = effects.into_summary();
         summary.returns = returns;
         summary.returns_storage = function.local.returns_storage
             || function.local.returns.iter().any(|val| match val.root {
@@ -329,7 +392,7 @@ pub struct Caller(Node);
 impl Caller {
     /// The targets of its call `call` (an index into its calls).
     pub fn callees(&self, call: usize) -> &[FunctionRef] {
-        self.0.callees.get(call).map_or(&[], Vec::as_slice)
+        self.0.callees.get(call).map_or(&[], |list| list)
     }
 }
 
@@ -472,6 +535,10 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             call_line: Some(call_fact.line),
         };
         let mut effects = Vec::new();
+        self.index
+            .loaded
+            .summaries
+            .count_mapped(summary.effects.len());
         for effect in &summary.effects {
             for target in self.map_target(&effect.target, effect.acts, call, callee_fact, 0) {
                 effects.push(Effect {

@@ -147,6 +147,31 @@ fn a_callee_reached_from_many_hooks_is_summarised_once() {
 }
 
 #[test]
+fn calls_sharing_their_targets_and_arguments_are_followed_once() {
+    // One attribute set to n functions that move the module, and called
+    // after each assignment (B7 of the hardening issue): every call reaches
+    // the same n functions with the same argument.
+    let summarised = |n: usize| {
+        let mut text = String::new();
+        for i in 0..n {
+            text.push_str(&format!("def r{i}(m):\n    m.to('cuda')\n\n\n"));
+        }
+        text.push_str("def hook(m, args):\n    ctx = object()\n");
+        for i in 0..n {
+            text.push_str(&format!("    ctx.rel = r{i}\n    ctx.rel(m)\n"));
+        }
+        let p = Project::new(&[("m.py", &text)]);
+        let evidence = p.evidence("m.py", "hook").unwrap();
+        assert!(evidence.contains(".to("), "{evidence}");
+        p.cache.summaries.mapped()
+    };
+    // Each function's effect is mapped into the hook once, not once per
+    // call: the work grows with n, not with n * n.
+    assert_eq!(summarised(50), 50);
+    assert_eq!(summarised(100), 100);
+}
+
+#[test]
 fn a_fenced_callee_keeps_its_effects_and_says_it_is_fenced() {
     let p = Project::new(&[(
         "m.py",

@@ -138,7 +138,7 @@ impl Val {
 
 /// The values an expression can have (at most [`MOST_VALUES`], the first
 /// ones kept: a name rebound in many branches is judged by its first few).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Vals(pub Vec<Val>);
 
 pub const MOST_VALUES: usize = 4;

@@ -130,7 +130,7 @@ pub struct SelfStore {
 }
 
 /// The receiver and arguments of one call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct CallValues {
     pub start: usize,
     pub receiver: Option<Vals>,
