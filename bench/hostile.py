@@ -94,6 +94,19 @@ def attribute_rebound(n):
     )
 
 
+def lineage_with_methods(n):
+    # A chain of n classes, each subclassing the one before and defining a
+    # hook method that moves the module: every class asks for its lineage.
+    return (
+        "import torch\nfrom accelerate.hooks import ModelHook\n\n\nclass C0(ModelHook):\n    pass\n"
+        + "".join(
+            f"\n\nclass C{i}(C{i - 1}):\n    def pre_forward(self, module, *a, **k):\n"
+            "        module.to('cuda')\n"
+            for i in range(1, n)
+        )
+    )
+
+
 def attribute_rebound_moving(n):
     # B7 where every function moves the module: each call reaches n
     # functions with effects.
@@ -125,6 +138,7 @@ SHAPES = [
     ("hook classes in one file", hook_classes, 5000),
     ("registered closures in one file", closures, 5000),
     ("class hierarchy depth", hierarchy, 1000),
+    ("class lineage with a hook method in each class", lineage_with_methods, 800),
     ("forward replacements in one file", forward_replacements, 4000),
     ("one hook calling n functions", many_callees, 16000),
     ("one attribute rebound and called n times (B7)", attribute_rebound, 1000),

@@ -91,10 +91,8 @@ impl ProjectIndex<'_> {
                     // Closures it makes run on the module's behalf later
                     // (handed to an autograd Function, a tensor hook).
                     let start = hook_module.functions[hook].start;
-                    for nested in 0..hook_module.functions.len() {
-                        if hook_module.functions[nested].outer == Some(start) {
-                            self.dispatch_of_hook(&hook_module, nested, false, &mut discovered);
-                        }
+                    for &nested in hook_module.nested_in(start) {
+                        self.dispatch_of_hook(&hook_module, nested, false, &mut discovered);
                     }
                 }
             }

@@ -81,11 +81,14 @@ pub struct ModuleFacts {
     /// `x.attr = name` anywhere in the module, by attribute: the name and
     /// the function the assignment stands in (`queries/handed.scm`).
     pub held: HashMap<String, Vec<(String, Option<usize>)>>,
-    /// [`ModuleFacts::functions`] by name, in order: a call's callee is a
-    /// look-up, not a scan of every function.
-    by_name: HashMap<String, Vec<usize>>,
+    /// [`ModuleFacts::functions`] by name, then by the function they are
+    /// nested in, in order: a call's callee is a look-up, not a scan of
+    /// every function (nor of every nested function of that name).
+    by_name: HashMap<String, HashMap<Option<usize>, Vec<usize>>>,
     /// [`ModuleFacts::functions`] by start byte.
     by_start: HashMap<usize, usize>,
+    /// The functions defined directly in each function, by its start byte.
+    by_outer: HashMap<usize, Vec<usize>>,
 }
 
 impl ModuleFacts {
@@ -406,6 +409,9 @@ impl ModuleFacts {
                     .chain(replayed)
                     .map(|(call, callee, through)| (call, callee, Some(through))),
             );
+        // Asked for every call: a set, not a scan of the functions.
+        let function_names: HashSet<String> =
+            facts.functions.iter().map(|f| f.name.clone()).collect();
         for (call, callee, through) in calls {
             let Some(owner) = owner_of(call) else {
                 continue;
@@ -428,7 +434,7 @@ impl ModuleFacts {
                 (Callee::Name(name), _)
                     if facts.imports.contains_key(name)
                         || !facts.star_imports.is_empty()
-                        || facts.functions.iter().any(|f| f.name == *name) =>
+                        || function_names.contains(name.as_str()) =>
                 {
                     bound_by_no_definition(scope_model(), name, at)
                 }
@@ -646,10 +652,21 @@ impl ModuleFacts {
                 .by_name
                 .entry(function.name.clone())
                 .or_default()
+                .entry(function.outer)
+                .or_default()
                 .push(index);
+            if let Some(outer) = function.outer {
+                facts.by_outer.entry(outer).or_default().push(index);
+            }
         }
         facts.by_start = by_start;
         facts
+    }
+
+    /// The functions (and lambdas) defined directly in the function that
+    /// starts at byte `start`, in order.
+    pub fn nested_in(&self, start: usize) -> &[usize] {
+        self.by_outer.get(&start).map_or(&[], Vec::as_slice)
     }
 
     /// The function whose `def` (or `lambda`) starts at byte `start`.
@@ -687,33 +704,43 @@ impl ModuleFacts {
 
     /// Module-level functions (and closures of `outer`) named `name`.
     pub(super) fn functions_named(&self, name: &str, outer: Option<usize>) -> Vec<usize> {
-        let all: Vec<usize>;
-        let named: &[usize] = match self.by_name.get(name) {
-            Some(named) => named,
-            None if self.by_name.is_empty() => {
-                all = (0..self.functions.len())
-                    .filter(|&i| self.functions[i].name == name)
-                    .collect();
-                &all
+        let Some(named) = self.by_name.get(name) else {
+            if !self.by_name.is_empty() {
+                return Vec::new();
             }
-            None => &[],
+            // Facts without the look-up (built by hand): a scan.
+            let named: Vec<usize> = (0..self.functions.len())
+                .filter(|&i| self.functions[i].name == name)
+                .collect();
+            let mut found: Vec<usize> = Vec::new();
+            if let Some(outer) = outer {
+                found.extend(
+                    named
+                        .iter()
+                        .copied()
+                        .filter(|&i| self.functions[i].outer == Some(outer)),
+                );
+            }
+            if found.is_empty() {
+                found.extend(named.iter().copied().filter(|&i| {
+                    let f = &self.functions[i];
+                    f.outer.is_none() && !f.is_method
+                }));
+            }
+            return found;
         };
-        let mut found: Vec<usize> = Vec::new();
-        if let Some(outer) = outer {
-            found.extend(
-                named
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.functions[i].outer == Some(outer)),
-            );
+        if let Some(outer) = outer
+            && let Some(nested) = named.get(&Some(outer))
+            && !nested.is_empty()
+        {
+            return nested.clone();
         }
-        if found.is_empty() {
-            found.extend(named.iter().copied().filter(|&i| {
-                let f = &self.functions[i];
-                f.outer.is_none() && !f.is_method
-            }));
-        }
-        found
+        named.get(&None).map_or_else(Vec::new, |top| {
+            top.iter()
+                .copied()
+                .filter(|&i| !self.functions[i].is_method)
+                .collect()
+        })
     }
 }
 

@@ -154,10 +154,11 @@ impl ProjectIndex<'_> {
     /// makes that method a hook protocol, found by use (`dispatch`).
     pub(super) fn torch_function_dispatch(&self, discovered: &mut Discovered) {
         for module in &self.modules {
+            let parameters = parameter_classes(module);
             let mut roots: Vec<usize> = module
                 .classes
                 .iter()
-                .filter(|(name, _)| is_parameter_class(module, name))
+                .filter(|(name, _)| parameters.contains(name.as_str()))
                 .flat_map(|(_, class)| class.methods.iter().copied())
                 .filter(|&m| module.functions[m].name == "__torch_function__")
                 .collect();
@@ -718,26 +719,63 @@ fn defines_method(module: &ModuleFacts, class: &str, method: &str) -> bool {
     false
 }
 
-/// Whether `class` of `module` is a parameter: `nn.Parameter` (any
-/// spelling ending in `Parameter`) among its bases, here or through a base
-/// class of the same module.
-fn is_parameter_class(module: &ModuleFacts, class: &str) -> bool {
-    let mut pending = vec![class];
-    let mut seen: HashSet<&str> = HashSet::new();
-    while let Some(name) = pending.pop() {
-        if !seen.insert(name) {
-            continue;
-        }
-        let Some(facts) = module.classes.get(name) else {
-            continue;
-        };
+/// The classes of `module` that are parameters: `nn.Parameter` (any
+/// spelling ending in `Parameter`) among their bases, directly or through a
+/// base class of the same module. Once per module, in time linear in its
+/// classes and bases (a class is a parameter where it derives from one that
+/// is).
+fn parameter_classes(module: &ModuleFacts) -> HashSet<&str> {
+    let mut derived: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    let mut found: HashSet<&str> = HashSet::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for (name, facts) in &module.classes {
         for base in &facts.bases {
             let last = base.rsplit('.').next().unwrap_or(base);
             if last == "Parameter" {
-                return true;
+                if found.insert(name) {
+                    pending.push(name);
+                }
+            } else {
+                derived.entry(last).or_default().push(name);
             }
-            pending.push(last);
         }
     }
-    false
+    while let Some(name) = pending.pop() {
+        for &child in derived.get(name).into_iter().flatten() {
+            if found.insert(child) {
+                pending.push(child);
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parameter_classes;
+
+    #[test]
+    fn parameter_classes_follow_bases_of_the_module_through_cycles() {
+        let mut text = String::from("import torch\n\n\nclass P0(torch.nn.Parameter):\n    pass\n");
+        for i in 1..2_000 {
+            text.push_str(
+                &format!("\n\nclass P{i}(P{})\n    pass\n", i - 1).replace(")\n", "):\n"),
+            );
+        }
+        text.push_str("\n\nclass A(B):\n    pass\n\n\nclass B(A):\n    pass\n");
+        text.push_str("\n\nclass Loop(Loop, P5):\n    pass\n");
+        let tree = crate::parse::parse(&text).expect("parses");
+        let module = crate::analysis::module_facts::ModuleFacts::build(
+            std::path::Path::new("m.py"),
+            tree.root_node(),
+            &text,
+            &crate::analysis::vocabulary::Vocabulary::default(),
+            None,
+        );
+        let found = parameter_classes(&module);
+        assert!((0..2_000).all(|i| found.contains(format!("P{i}").as_str())));
+        assert!(found.contains("Loop"));
+        assert!(!found.contains("A") && !found.contains("B"));
+        assert_eq!(found.len(), 2_001);
+    }
 }

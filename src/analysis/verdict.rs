@@ -2,7 +2,7 @@
 //! protocol base (through classes in any scanned file), and so which
 //! candidates are offload hooks to fence.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use crate::analysis::file_facts::{Candidate, ClassFact, FenceState};
 use crate::found::Found;
@@ -122,6 +122,32 @@ pub struct EvidenceStep {
 #[derive(Debug, Default)]
 pub struct ClassIndex {
     bases: HashMap<String, Vec<Vec<String>>>,
+    /// The way up to a protocol base, for the protocol bases it was asked
+    /// with (one run asks with one set): computed once for every class.
+    ways: std::sync::OnceLock<(Vec<String>, Ways)>,
+}
+
+/// Every class's shortest way up to a protocol base: how many steps, the
+/// base to take first (the first of the shortest, in the order the bases
+/// are written), and the protocol base it ends at.
+#[derive(Debug, Default, Clone)]
+struct Ways {
+    steps: HashMap<String, usize>,
+    next: HashMap<String, String>,
+    end: HashMap<String, String>,
+    /// How many base links were looked at to compute them.
+    work: usize,
+}
+
+/// A class's way up to a protocol base, as [`ClassIndex::lineage`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lineage {
+    /// The first class on the way: one of the bases asked about.
+    pub via: String,
+    /// The protocol base at the end.
+    pub base: String,
+    /// How many classes the way names, `via` and `base` included.
+    pub length: usize,
 }
 
 fn last_segment(dotted: &str) -> &str {
@@ -130,6 +156,7 @@ fn last_segment(dotted: &str) -> &str {
 
 impl ClassIndex {
     pub fn add(&mut self, classes: &[ClassFact]) {
+        self.ways = std::sync::OnceLock::new();
         for class in classes {
             self.bases.entry(class.name.clone()).or_default().push(
                 class
@@ -141,31 +168,110 @@ impl ClassIndex {
         }
     }
 
-    /// The chain of class names from `bases` up to a protocol base, shortest
-    /// first found: `["CpuOffload", "ModelHook"]`. `None` if there is none.
-    pub fn lineage(&self, bases: &[String], protocol_bases: &[String]) -> Option<Vec<String>> {
-        let mut queue: VecDeque<Vec<String>> = bases
+    /// The way from `bases` up to a protocol base: the shortest, and of
+    /// those the first in the order the bases are written (what a
+    /// breadth-first search from them finds first). `None` if there is
+    /// none. Every class's way is computed once, in time linear in the
+    /// classes and their bases; each question is then a look-up.
+    pub fn lineage(&self, bases: &[String], protocol_bases: &[String]) -> Option<Lineage> {
+        let ways = self.ways(protocol_bases);
+        let (via, steps) = bases
             .iter()
-            .map(|b| vec![last_segment(b).to_owned()])
-            .collect();
-        let mut seen = HashSet::new();
-        while let Some(path) = queue.pop_front() {
-            let Some(current) = path.last() else { continue };
-            if protocol_bases.contains(current) {
-                return Some(path);
+            .map(|b| last_segment(b))
+            .filter_map(|b| ways.steps.get(b).map(|&steps| (b, steps)))
+            .min_by_key(|&(_, steps)| steps)?;
+        Some(Lineage {
+            via: via.to_owned(),
+            base: ways.end.get(via).cloned().unwrap_or_else(|| via.to_owned()),
+            length: steps + 1,
+        })
+    }
+
+    /// The chain of class names of [`ClassIndex::lineage`]'s way, `bases`
+    /// first: `["CpuOffload", "ModelHook"]` (for tests and messages; each
+    /// name is one look-up).
+    pub fn chain(&self, bases: &[String], protocol_bases: &[String]) -> Option<Vec<String>> {
+        let lineage = self.lineage(bases, protocol_bases)?;
+        let ways = self.ways(protocol_bases);
+        let mut chain = vec![lineage.via];
+        while let Some(next) = chain.last().and_then(|c| ways.next.get(c)) {
+            chain.push(next.clone());
+        }
+        Some(chain)
+    }
+
+    /// How many base links were looked at to find every class's way up
+    /// (with `protocol_bases`).
+    pub fn lineage_work(&self, protocol_bases: &[String]) -> usize {
+        self.ways(protocol_bases).work
+    }
+
+    fn ways(&self, protocol_bases: &[String]) -> std::borrow::Cow<'_, Ways> {
+        let (asked, ways) = self
+            .ways
+            .get_or_init(|| (protocol_bases.to_vec(), self.compute_ways(protocol_bases)));
+        if asked.as_slice() == protocol_bases {
+            std::borrow::Cow::Borrowed(ways)
+        } else {
+            // Asked with other protocol bases than the first time.
+            std::borrow::Cow::Owned(self.compute_ways(protocol_bases))
+        }
+    }
+
+    /// Breadth-first from the protocol bases down the subclass links: each
+    /// class's steps up; then, in order of steps, the base it takes first
+    /// (its first base, as written, one step nearer) and where it ends.
+    fn compute_ways(&self, protocol_bases: &[String]) -> Ways {
+        let mut ways = Ways::default();
+        let mut derived: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (class, definitions) in &self.bases {
+            for base in definitions.iter().flatten() {
+                derived
+                    .entry(base.as_str())
+                    .or_default()
+                    .push(class.as_str());
             }
-            if !seen.insert(current.clone()) {
-                continue;
+        }
+        let mut order: Vec<&str> = Vec::new();
+        let mut queue: VecDeque<&str> = VecDeque::new();
+        for base in protocol_bases {
+            if !ways.steps.contains_key(base.as_str()) {
+                ways.steps.insert(base.clone(), 0);
+                queue.push_back(base);
             }
-            for base_list in self.bases.get(current).into_iter().flatten() {
-                for base in base_list {
-                    let mut next = path.clone();
-                    next.push(base.clone());
-                    queue.push_back(next);
+        }
+        while let Some(class) = queue.pop_front() {
+            order.push(class);
+            let steps = ways.steps[class];
+            for &child in derived.get(class).into_iter().flatten() {
+                ways.work += 1;
+                if !ways.steps.contains_key(child) {
+                    ways.steps.insert(child.to_owned(), steps + 1);
+                    queue.push_back(child);
                 }
             }
         }
-        None
+        for class in order {
+            let steps = ways.steps[class];
+            if steps == 0 {
+                ways.end.insert(class.to_owned(), class.to_owned());
+                continue;
+            }
+            let next = self
+                .bases
+                .get(class)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|b| ways.steps.get(b.as_str()) == Some(&(steps - 1)));
+            if let Some(next) = next {
+                ways.work += 1;
+                let end = ways.end.get(next.as_str()).cloned().unwrap_or_default();
+                ways.next.insert(class.to_owned(), next.clone());
+                ways.end.insert(class.to_owned(), end);
+            }
+        }
+        ways
     }
 }
 
@@ -189,14 +295,14 @@ pub fn decide(
         line,
         backward: None,
     };
-    let mut lineage = Vec::new();
+    let mut lineage: Option<Lineage> = None;
     if let Some(owner) = &candidate.owner
         && !vocabulary.is_protocol_base(&owner.class)
-        && let Some(chain) = index.lineage(&owner.bases, &vocabulary.protocol_bases)
+        && let Some(way) = index.lineage(&owner.bases, &vocabulary.protocol_bases)
     {
-        let base = chain.last().cloned().unwrap_or_default();
-        let detail = if chain.len() > 1 {
-            format!("subclass of {base} via {}", chain[0])
+        let base = way.base.clone();
+        let detail = if way.length > 1 {
+            format!("subclass of {base} via {}", way.via)
         } else {
             format!("subclass of {base}")
         };
@@ -206,10 +312,10 @@ pub fn decide(
             "configuration"
         };
         found.push(here(how, detail, candidate.at.line));
-        lineage = chain;
+        lineage = Some(way);
     }
     if let Some(owner) = &candidate.owner
-        && lineage.is_empty()
+        && lineage.is_none()
         && !vocabulary.is_protocol_base(&owner.class)
         && let Some(by_use) = candidate
             .qualname
@@ -250,7 +356,7 @@ pub fn decide(
     }
     // A protocol hook that is also registered for backward stays a forward
     // hook.
-    let backward = candidate.backward.clone().filter(|_| lineage.is_empty());
+    let backward = candidate.backward.clone().filter(|_| lineage.is_none());
     let why: Vec<String> = found.iter().map(|f| f.detail.clone()).collect();
     if why.is_empty() {
         return None;
@@ -369,23 +475,26 @@ pub fn hook_class_names<'a>(
     classes: impl Iterator<Item = &'a ClassFact> + Clone,
     protocol_bases: &[String],
 ) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
-    loop {
-        let before = names.len();
-        for class in classes.clone() {
-            if !names.contains(&class.name)
-                && class
-                    .bases
-                    .iter()
-                    .any(|b| names.contains(b.rsplit('.').next().unwrap_or(b)))
-            {
-                names.insert(class.name.clone());
-            }
-        }
-        if names.len() == before {
-            return names;
+    // Down the subclass links from the protocol bases, each class once.
+    let mut derived: HashMap<&str, Vec<&str>> = HashMap::new();
+    for class in classes {
+        for base in &class.bases {
+            derived
+                .entry(base.rsplit('.').next().unwrap_or(base))
+                .or_default()
+                .push(class.name.as_str());
         }
     }
+    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
+    let mut pending: Vec<&str> = protocol_bases.iter().map(String::as_str).collect();
+    while let Some(name) = pending.pop() {
+        for &child in derived.get(name).into_iter().flatten() {
+            if names.insert(child.to_owned()) {
+                pending.push(child);
+            }
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -411,6 +520,118 @@ mod tests {
         );
     }
 
+    /// The search [`ClassIndex::lineage`] stands for: breadth-first from
+    /// `bases`, whole paths kept, the first to reach a protocol base wins.
+    fn searched_chain(
+        index: &ClassIndex,
+        bases: &[String],
+        protocol_bases: &[String],
+    ) -> Option<Vec<String>> {
+        let mut queue: VecDeque<Vec<String>> = bases
+            .iter()
+            .map(|b| vec![last_segment(b).to_owned()])
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(path) = queue.pop_front() {
+            let current = path.last()?.clone();
+            if protocol_bases.contains(&current) {
+                return Some(path);
+            }
+            if !seen.insert(current.clone()) {
+                continue;
+            }
+            for base in index.bases.get(&current).into_iter().flatten().flatten() {
+                let mut next = path.clone();
+                next.push(base.clone());
+                queue.push_back(next);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn lineage_is_the_breadth_first_search_on_graphs_with_cycles_and_ties() {
+        // Small random class graphs (fixed seed): self-bases, cycles, names
+        // defined twice, several bases with ways of the same length.
+        let mut seed: u64 = 0x5eed;
+        let mut next = |bound: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % bound
+        };
+        let protocol = ["P".to_owned(), "Q".to_owned()];
+        let name = |i: u64| match i {
+            0 => "P".to_owned(),
+            1 => "Q".to_owned(),
+            i => format!("C{i}"),
+        };
+        for _ in 0..300 {
+            let mut index = ClassIndex::default();
+            let classes = 2 + next(10);
+            let mut facts = Vec::new();
+            for _ in 0..classes + next(4) {
+                let bases: Vec<String> = (0..next(4)).map(|_| name(next(classes))).collect();
+                facts.push(ClassFact {
+                    name: name(2 + next(classes)),
+                    bases,
+                });
+            }
+            index.add(&facts);
+            for c in 0..classes + 2 {
+                let bases = vec![format!("pkg.{}", name(c)), name(next(classes + 2))];
+                let want = searched_chain(&index, &bases, &protocol);
+                assert_eq!(
+                    index.chain(&bases, &protocol),
+                    want,
+                    "{facts:?} from {bases:?}"
+                );
+                let lineage = index.lineage(&bases, &protocol);
+                assert_eq!(
+                    lineage.as_ref().map(|l| l.length),
+                    want.as_ref().map(Vec::len)
+                );
+                assert_eq!(
+                    lineage.map(|l| (l.via, l.base)),
+                    want.map(|w| (w[0].clone(), w[w.len() - 1].clone()))
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lineage_of_a_deep_chain_is_linear_work() {
+        let depth = 2_000;
+        let mut index = ClassIndex::default();
+        let mut facts = vec![class("C0", &["accelerate.hooks.ModelHook"])];
+        for i in 1..depth {
+            facts.push(ClassFact {
+                name: format!("C{i}"),
+                bases: vec![format!("C{}", i - 1)],
+            });
+        }
+        // Written deepest first: a pass in file order learns one class.
+        facts.reverse();
+        index.add(&facts);
+        let protocol = ["ModelHook".to_owned()];
+        for i in 0..depth {
+            let lineage = index.lineage(&[format!("C{i}")], &protocol).unwrap();
+            assert_eq!(
+                (lineage.length, lineage.base.as_str()),
+                (i + 2, "ModelHook")
+            );
+        }
+        // Every class's way, once: one look at each link down and one at
+        // the base each class takes, not one search per class.
+        assert!(
+            index.lineage_work(&protocol) <= 2 * depth,
+            "{}",
+            index.lineage_work(&protocol)
+        );
+        let names = hook_class_names(facts.iter(), &protocol);
+        assert_eq!(names.len(), depth + 1);
+    }
+
     fn class(name: &str, bases: &[&str]) -> ClassFact {
         ClassFact {
             name: name.to_owned(),
@@ -429,16 +650,16 @@ mod tests {
         ]);
         let bases = ["ModelHook".to_owned()];
         assert_eq!(
-            index.lineage(&["Device".to_owned()], &bases),
+            index.chain(&["Device".to_owned()], &bases),
             Some(vec![
                 "Device".into(),
                 "OffloadBase".into(),
                 "ModelHook".into()
             ])
         );
-        assert_eq!(index.lineage(&["A".to_owned()], &bases), None);
+        assert_eq!(index.chain(&["A".to_owned()], &bases), None);
         assert_eq!(
-            index.lineage(&["hooks.ModelHook".to_owned()], &bases),
+            index.chain(&["hooks.ModelHook".to_owned()], &bases),
             Some(vec!["ModelHook".into()])
         );
     }
