@@ -174,8 +174,24 @@ pub struct Summaries {
 #[derive(Debug, Default)]
 pub(crate) struct SummaryMemo {
     pub(crate) done: HashMap<FnKey, Arc<Summary>>,
+    /// What the final summaries of a target list's functions tell, by the
+    /// list's address: calls that share a list (hooks replaying one table)
+    /// ask it once, and the summaries' search skips a list whose functions
+    /// are all summarised.
+    pub(crate) lists: HashMap<usize, ListFacts>,
     /// How many functions were summarised (each once).
     pub(crate) computed: usize,
+}
+
+/// What the summaries of a target list's functions tell its callers.
+#[derive(Debug, Clone)]
+pub(crate) struct ListFacts {
+    /// The list, held so that its address names it while the entry lives.
+    pub(crate) list: crate::analysis::project::Targets,
+    /// None of its functions has effects.
+    pub(crate) quiet: bool,
+    /// One of them reads a clock, a timer or memory statistics.
+    pub(crate) measures: bool,
 }
 
 impl Summaries {

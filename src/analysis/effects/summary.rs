@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use crate::analysis::effects::judge::Role;
 use crate::analysis::effects::local::CallValues;
-use crate::analysis::effects::record::{BestEffects, SummaryMemo};
+use crate::analysis::effects::record::{BestEffects, ListFacts, SummaryMemo};
 pub use crate::analysis::effects::record::{Effect, FnKey, Link, Summaries, Summary, Target};
 use crate::analysis::effects::resolve::{Node, Resolver, judge_attribute};
 use crate::analysis::effects::value::Shape;
@@ -110,7 +110,10 @@ impl ProjectIndex<'_> {
             let mut next: Option<FunctionRef> = None;
             while frame.call < search.nodes[node].callees.len() {
                 let targets = &search.nodes[node].callees[frame.call];
-                if frame.target == 0 && !frame.lists.insert(list_id(targets)) {
+                if frame.target == 0
+                    && (!frame.lists.insert(list_id(targets))
+                        || memo.lists.contains_key(&list_id(targets)))
+                {
                     frame.call += 1;
                     continue;
                 }
@@ -182,13 +185,21 @@ impl ProjectIndex<'_> {
             || distinct_lists(&nodes[members[0]].callees)
                 .flat_map(|list| list.iter())
                 .any(|t| key_of(t) == keys[0]);
+        // Outside a recursive component every callee's summary is final, so
+        // what a target list tells can be kept for other callers.
+        let mut fresh: Vec<ListFacts> = Vec::new();
         for _ in 0..MOST_ROUNDS {
             let mut changed = false;
             for (&member, key) in members.iter().zip(&keys) {
-                let summary = self.summarise(&nodes[member], |callee| {
-                    let key = key_of(callee);
-                    working.get(&key).or_else(|| memo.done.get(&key)).cloned()
-                });
+                let summary = self.summarise(
+                    &nodes[member],
+                    |callee| {
+                        let key = key_of(callee);
+                        working.get(&key).or_else(|| memo.done.get(&key)).cloned()
+                    },
+                    (!recursive).then_some(&memo.lists),
+                    &mut fresh,
+                );
                 if *working[key] != summary {
                     working.insert(key.clone(), Arc::new(summary));
                     changed = true;
@@ -204,6 +215,11 @@ impl ProjectIndex<'_> {
                 memo.computed += 1;
             }
         }
+        if !recursive {
+            for facts in fresh {
+                memo.lists.entry(list_id(&facts.list)).or_insert(facts);
+            }
+        }
     }
 
     /// One function's summary from its own effects and its callees'.
@@ -211,6 +227,8 @@ impl ProjectIndex<'_> {
         &self,
         node: &Node,
         summary_of: impl Fn(&FunctionRef) -> Option<Arc<Summary>>,
+        final_lists: Option<&HashMap<usize, ListFacts>>,
+        fresh: &mut Vec<ListFacts>,
     ) -> Summary {
         let resolver = Resolver::of(self, node, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
@@ -299,19 +317,31 @@ impl ProjectIndex<'_> {
         let mut measures = false;
         // Whether a target list holds a callee with effects, once per list
         // (calls that share a list ask the same question).
-        let mut quiet_lists: HashMap<usize, bool> = HashMap::new();
+        let mut quiet_lists: HashMap<usize, (bool, bool)> = HashMap::new();
         let mut repeated: HashSet<(usize, &Callee, CallValues)> = HashSet::new();
         for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
-            let quiet = *quiet_lists.entry(list_id(callees)).or_insert_with(|| {
-                let mut quiet = true;
-                for callee in callees.iter() {
-                    if let Some(summary) = summary_of(callee) {
-                        measures |= callee.0.functions[callee.1].local.measures;
-                        quiet &= summary.effects.is_empty();
+            let id = list_id(callees);
+            let (quiet, list_measures) = match final_lists.and_then(|lists| lists.get(&id)) {
+                Some(known) => (known.quiet, known.measures),
+                None => *quiet_lists.entry(id).or_insert_with(|| {
+                    let (mut quiet, mut measures) = (true, false);
+                    for callee in callees.iter() {
+                        if let Some(summary) = summary_of(callee) {
+                            measures |= callee.0.functions[callee.1].local.measures;
+                            quiet &= summary.effects.is_empty();
+                        }
                     }
-                }
-                quiet
-            });
+                    if final_lists.is_some() {
+                        fresh.push(ListFacts {
+                            list: Arc::clone(callees),
+                            quiet,
+                            measures,
+                        });
+                    }
+                    (quiet, measures)
+                }),
+            };
+            measures |= list_measures;
             if quiet {
                 continue;
             }
