@@ -188,6 +188,10 @@ impl ProjectIndex<'_> {
         // Outside a recursive component every callee's summary is final, so
         // what a target list tells can be kept for other callers.
         let mut fresh: Vec<ListFacts> = Vec::new();
+        // What each target list tells while no working summary changes
+        // (members that share a list, as hooks replaying one table each
+        // other do, ask it once per change, not once each).
+        let mut current: HashMap<usize, (bool, bool)> = HashMap::new();
         for _ in 0..MOST_ROUNDS {
             let mut changed = false;
             for (&member, key) in members.iter().zip(&keys) {
@@ -199,10 +203,12 @@ impl ProjectIndex<'_> {
                     },
                     (!recursive).then_some(&memo.lists),
                     &mut fresh,
+                    &mut current,
                 );
                 if *working[key] != summary {
                     working.insert(key.clone(), Arc::new(summary));
                     changed = true;
+                    current.clear();
                 }
             }
             if !changed || !recursive {
@@ -229,6 +235,7 @@ impl ProjectIndex<'_> {
         summary_of: impl Fn(&FunctionRef) -> Option<Arc<Summary>>,
         final_lists: Option<&HashMap<usize, ListFacts>>,
         fresh: &mut Vec<ListFacts>,
+        quiet_lists: &mut HashMap<usize, (bool, bool)>,
     ) -> Summary {
         let resolver = Resolver::of(self, node, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
@@ -317,7 +324,6 @@ impl ProjectIndex<'_> {
         let mut measures = false;
         // Whether a target list holds a callee with effects, once per list
         // (calls that share a list ask the same question).
-        let mut quiet_lists: HashMap<usize, (bool, bool)> = HashMap::new();
         let mut repeated: HashSet<(usize, &Callee, CallValues)> = HashSet::new();
         for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
             let id = list_id(callees);
