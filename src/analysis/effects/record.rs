@@ -186,8 +186,9 @@ pub(crate) struct SummaryMemo {
 /// What the summaries of a target list's functions tell its callers.
 #[derive(Debug, Clone)]
 pub(crate) struct ListFacts {
-    /// The list, held so that its address names it while the entry lives.
-    pub(crate) list: crate::analysis::project::Targets,
+    /// The list (a `project::Targets`), held so that its address names it
+    /// while the entry lives.
+    pub(crate) list: Arc<[(Arc<crate::analysis::module_facts::ModuleFacts>, usize)]>,
     /// None of its functions has effects.
     pub(crate) quiet: bool,
     /// One of them reads a clock, a timer or memory statistics.
