@@ -3,7 +3,7 @@
 //! with how it is fenced and where a fence would go, the register calls it
 //! could not follow, and where imports go. Plain data: no tree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::analysis::scope::{ScopeId, SemanticModel};
 use crate::error::Position;
@@ -14,6 +14,35 @@ pub struct ClassFact {
     pub name: String,
     /// Bases as written, dotted (`accelerate.hooks.ModelHook`).
     pub bases: Vec<String>,
+}
+
+/// The classes that derive from one of `roots`, directly or through other
+/// classes of `classes` (each a name and its bases, read by their last
+/// dotted name): one walk down the subclass links, each class once. A root
+/// is in the answer only where it derives from a root itself.
+pub fn subclasses_of<'a>(
+    classes: impl IntoIterator<Item = (&'a str, &'a [String])>,
+    roots: &[&str],
+) -> HashSet<&'a str> {
+    let mut derived: HashMap<&str, Vec<&'a str>> = HashMap::new();
+    for (name, bases) in classes {
+        for base in bases {
+            derived
+                .entry(base.rsplit('.').next().unwrap_or(base))
+                .or_default()
+                .push(name);
+        }
+    }
+    let mut found: HashSet<&'a str> = HashSet::new();
+    let mut pending: Vec<&str> = roots.to_vec();
+    while let Some(name) = pending.pop() {
+        for &child in derived.get(name).into_iter().flatten() {
+            if found.insert(child) {
+                pending.push(child);
+            }
+        }
+    }
+    found
 }
 
 /// How a candidate is already fenced, if it is.

@@ -722,32 +722,15 @@ fn defines_method(module: &ModuleFacts, class: &str, method: &str) -> bool {
 /// The classes of `module` that are parameters: `nn.Parameter` (any
 /// spelling ending in `Parameter`) among their bases, directly or through a
 /// base class of the same module. Once per module, in time linear in its
-/// classes and bases (a class is a parameter where it derives from one that
-/// is).
+/// classes and bases.
 fn parameter_classes(module: &ModuleFacts) -> HashSet<&str> {
-    let mut derived: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
-    let mut found: HashSet<&str> = HashSet::new();
-    let mut pending: Vec<&str> = Vec::new();
-    for (name, facts) in &module.classes {
-        for base in &facts.bases {
-            let last = base.rsplit('.').next().unwrap_or(base);
-            if last == "Parameter" {
-                if found.insert(name) {
-                    pending.push(name);
-                }
-            } else {
-                derived.entry(last).or_default().push(name);
-            }
-        }
-    }
-    while let Some(name) = pending.pop() {
-        for &child in derived.get(name).into_iter().flatten() {
-            if found.insert(child) {
-                pending.push(child);
-            }
-        }
-    }
-    found
+    crate::analysis::file_facts::subclasses_of(
+        module
+            .classes
+            .iter()
+            .map(|(name, class)| (name.as_str(), class.bases.as_slice())),
+        &["Parameter"],
+    )
 }
 
 #[cfg(test)]

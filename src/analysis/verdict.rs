@@ -475,26 +475,16 @@ pub fn hook_class_names<'a>(
     classes: impl Iterator<Item = &'a ClassFact> + Clone,
     protocol_bases: &[String],
 ) -> BTreeSet<String> {
-    // Down the subclass links from the protocol bases, each class once.
-    let mut derived: HashMap<&str, Vec<&str>> = HashMap::new();
-    for class in classes {
-        for base in &class.bases {
-            derived
-                .entry(base.rsplit('.').next().unwrap_or(base))
-                .or_default()
-                .push(class.name.as_str());
-        }
-    }
-    let mut names: BTreeSet<String> = protocol_bases.iter().cloned().collect();
-    let mut pending: Vec<&str> = protocol_bases.iter().map(String::as_str).collect();
-    while let Some(name) = pending.pop() {
-        for &child in derived.get(name).into_iter().flatten() {
-            if names.insert(child.to_owned()) {
-                pending.push(child);
-            }
-        }
-    }
-    names
+    let roots: Vec<&str> = protocol_bases.iter().map(String::as_str).collect();
+    let derived = crate::analysis::file_facts::subclasses_of(
+        classes.map(|class| (class.name.as_str(), class.bases.as_slice())),
+        &roots,
+    );
+    protocol_bases
+        .iter()
+        .cloned()
+        .chain(derived.into_iter().map(str::to_owned))
+        .collect()
 }
 
 #[cfg(test)]

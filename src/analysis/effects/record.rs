@@ -188,7 +188,7 @@ pub(crate) struct SummaryMemo {
 pub(crate) struct ListFacts {
     /// The list (a `project::Targets`), held so that its address names it
     /// while the entry lives.
-    pub(crate) list: Arc<[(Arc<crate::analysis::module_facts::ModuleFacts>, usize)]>,
+    pub(crate) _list: Arc<[(Arc<crate::analysis::module_facts::ModuleFacts>, usize)]>,
     /// None of its functions has effects.
     pub(crate) quiet: bool,
     /// One of them reads a clock, a timer or memory statistics.

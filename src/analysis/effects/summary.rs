@@ -185,13 +185,12 @@ impl ProjectIndex<'_> {
             || distinct_lists(&nodes[members[0]].callees)
                 .flat_map(|list| list.iter())
                 .any(|t| key_of(t) == keys[0]);
-        // Outside a recursive component every callee's summary is final, so
-        // what a target list tells can be kept for other callers.
-        let mut fresh: Vec<ListFacts> = Vec::new();
         // What each target list tells while no working summary changes
         // (members that share a list, as hooks replaying one table each
-        // other do, ask it once per change, not once each).
-        let mut current: HashMap<usize, (bool, bool)> = HashMap::new();
+        // other do, ask it once per change, not once each). Outside a
+        // recursive component every callee's summary is final, so it is
+        // kept for every later caller.
+        let mut current: HashMap<usize, ListFacts> = HashMap::new();
         for _ in 0..MOST_ROUNDS {
             let mut changed = false;
             for (&member, key) in members.iter().zip(&keys) {
@@ -202,13 +201,14 @@ impl ProjectIndex<'_> {
                         working.get(&key).or_else(|| memo.done.get(&key)).cloned()
                     },
                     (!recursive).then_some(&memo.lists),
-                    &mut fresh,
                     &mut current,
                 );
                 if *working[key] != summary {
                     working.insert(key.clone(), Arc::new(summary));
                     changed = true;
-                    current.clear();
+                    if recursive {
+                        current.clear();
+                    }
                 }
             }
             if !changed || !recursive {
@@ -222,8 +222,8 @@ impl ProjectIndex<'_> {
             }
         }
         if !recursive {
-            for facts in fresh {
-                memo.lists.entry(list_id(&facts.list)).or_insert(facts);
+            for (id, facts) in current {
+                memo.lists.entry(id).or_insert(facts);
             }
         }
     }
@@ -234,8 +234,7 @@ impl ProjectIndex<'_> {
         node: &Node,
         summary_of: impl Fn(&FunctionRef) -> Option<Arc<Summary>>,
         final_lists: Option<&HashMap<usize, ListFacts>>,
-        fresh: &mut Vec<ListFacts>,
-        quiet_lists: &mut HashMap<usize, (bool, bool)>,
+        current_lists: &mut HashMap<usize, ListFacts>,
     ) -> Summary {
         let resolver = Resolver::of(self, node, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
@@ -322,14 +321,14 @@ impl ProjectIndex<'_> {
             }
         }
         let mut measures = false;
-        // Whether a target list holds a callee with effects, once per list
-        // (calls that share a list ask the same question).
         let mut repeated: HashSet<(usize, &Callee, CallValues)> = HashSet::new();
         for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
+            // Whether the target list holds a callee with effects: once per
+            // list (calls that share a list ask the same question).
             let id = list_id(callees);
-            let (quiet, list_measures) = match final_lists.and_then(|lists| lists.get(&id)) {
-                Some(known) => (known.quiet, known.measures),
-                None => *quiet_lists.entry(id).or_insert_with(|| {
+            let list = match final_lists.and_then(|lists| lists.get(&id)) {
+                Some(known) => known,
+                None => current_lists.entry(id).or_insert_with(|| {
                     let (mut quiet, mut measures) = (true, false);
                     for callee in callees.iter() {
                         if let Some(summary) = summary_of(callee) {
@@ -337,18 +336,15 @@ impl ProjectIndex<'_> {
                             quiet &= summary.effects.is_empty();
                         }
                     }
-                    if final_lists.is_some() {
-                        fresh.push(ListFacts {
-                            list: Arc::clone(callees),
-                            quiet,
-                            measures,
-                        });
+                    ListFacts {
+                        _list: Arc::clone(callees),
+                        quiet,
+                        measures,
                     }
-                    (quiet, measures)
                 }),
             };
-            measures |= list_measures;
-            if quiet {
+            measures |= list.measures;
+            if list.quiet {
                 continue;
             }
             // A call that reaches the same functions, by the same callee
