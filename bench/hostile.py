@@ -143,7 +143,7 @@ SHAPES = [
     ("one hook calling n functions", many_callees, 16000),
     ("one attribute rebound and called n times (B7)", attribute_rebound, 1000),
     ("B7 where every function moves the module", attribute_rebound_moving, 1000),
-    ("n hooks replaying a table of n registrations (B8)", replayed_tables, 500),
+    ("n hooks replaying a table of n registrations (B8)", replayed_tables, 1000),
 ]
 
 

@@ -132,9 +132,12 @@ impl Registrations {
     }
 }
 
-/// `index.scm` and `calls.scm` as one walk, for the project index.
+/// `index.scm`, `calls.scm`, `handed.scm` and `bindings.scm` as one walk,
+/// for the project index and the file's scope model.
 pub struct Index {
     pub combined: Combined,
+    /// The part of [`Index::combined`] that is `bindings.scm`.
+    pub bindings_part: usize,
     pub def: u32,
     pub def_name: u32,
     pub lambda: u32,
@@ -215,8 +218,9 @@ pub struct Suppressions {
     pub comment: u32,
 }
 
-/// `bindings.scm`, run alone by [`crate::analysis::scope::SemanticModel::build`],
-/// which tells its captures apart by name (`scope.*`, `binding.*`).
+/// `bindings.scm`, run alone by [`crate::analysis::scope::SemanticModel::build`]
+/// (and as part of [`Index`]), which tells its captures apart by name
+/// (`scope.*`, `binding.*`).
 pub struct Bindings {
     pub compiled: Compiled,
 }
@@ -293,7 +297,12 @@ impl Queries {
                 optout_comment: c("optout.comment"),
             },
             index: {
-                let combined = Combined::new(&[scm!("index"), scm!("calls"), scm!("handed")]);
+                let combined = Combined::new(&[
+                    scm!("index"),
+                    scm!("calls"),
+                    scm!("handed"),
+                    scm!("bindings"),
+                ]);
                 let c = |name| combined.capture(name);
                 Index {
                     def: c("index.def"),
@@ -336,6 +345,7 @@ impl Queries {
                     held_value: c("held.value"),
                     held_applying: c("held.applying"),
                     held_holder: c("held.holder"),
+                    bindings_part: 3,
                     combined,
                 }
             },

@@ -143,8 +143,13 @@ pub(super) fn binding_scope(node: Node<'_>) -> Option<(usize, &'static str)> {
     None
 }
 
-/// The decorated_definition wrapping a def, if any.
+/// The decorated_definition wrapping a def, if any. A lambda has none, and
+/// is not asked: tree-sitter finds a node's parent by walking down from the
+/// root, so asking it of every lambda in a nest costs the square of its depth.
 pub(super) fn decorated(def: Node<'_>) -> Option<Node<'_>> {
+    if def.kind() == "lambda" {
+        return None;
+    }
     def.parent().filter(|p| p.kind() == "decorated_definition")
 }
 

@@ -154,8 +154,17 @@ impl ModuleFacts {
         let mut self_attributes = Vec::new();
         let mut defs: Vec<(Node<'_>, String)> = Vec::new();
         let mut class_nodes: Vec<Node<'_>> = Vec::new();
-        crate::syntax::each_match(&q.combined.query, root, text, |_, captures| {
-            if let Some(def) = capture(captures, q.def).or_else(|| capture(captures, q.lambda)) {
+        // The scope model's captures come from the same walk.
+        let mut binding_captures = crate::analysis::scope_builder::BindingCaptures::default();
+        let capture_names = q.combined.query.capture_names();
+        crate::syntax::each_match(&q.combined.query, root, text, |pattern, captures| {
+            if q.combined.part(pattern) == q.bindings_part {
+                if given_model.is_none_or(|given| given.scopes().is_empty()) {
+                    binding_captures.add(capture_names, captures);
+                }
+            } else if let Some(def) =
+                capture(captures, q.def).or_else(|| capture(captures, q.lambda))
+            {
                 let name = capture(captures, q.def_name)
                     .map_or("<lambda>".to_owned(), |n| text_of(n, text).to_owned());
                 defs.push((def, name));
@@ -329,6 +338,9 @@ impl ModuleFacts {
         // the functions around it.
         let has_closures: std::collections::HashSet<usize> =
             facts.functions.iter().filter_map(|f| f.outer).collect();
+        // A closure in a method sees the method's instance by name: the
+        // nearest method around each function, found once per function.
+        let mut instances: Vec<Option<Option<String>>> = vec![None; defs.len()];
         for (i, (def, _)) in defs.iter().enumerate() {
             let outer = facts.functions[i].outer;
             let functions_ref = &facts.functions;
@@ -349,20 +361,7 @@ impl ModuleFacts {
                 }
                 false
             };
-            // A closure in a method sees the method's instance by name.
-            let mut outer_self = None;
-            let mut scope = outer;
-            while let Some(start) = scope {
-                let Some(&o) = by_start_ref.get(&start) else {
-                    break;
-                };
-                let around = &functions_ref[o];
-                if around.is_method && !around.static_method {
-                    outer_self = around.parameters.first().cloned();
-                    break;
-                }
-                scope = around.outer;
-            }
+            let outer_self = instance_around(&mut instances, i, functions_ref, by_start_ref);
             let context = Context {
                 imports: &facts.imports,
                 outer_binds: &outer_binds,
@@ -385,7 +384,7 @@ impl ModuleFacts {
         let built: std::cell::OnceCell<SemanticModel> = std::cell::OnceCell::new();
         let scope_model = || match given_model {
             Some(given) if !given.scopes().is_empty() => given,
-            _ => built.get_or_init(|| SemanticModel::build(root, text)),
+            _ => built.get_or_init(|| SemanticModel::from_captures(root, text, &binding_captures)),
         };
         // A call of a replay loop's variable in its body replays the table.
         let replayed: Vec<(Node<'_>, Callee, Through)> = calls
@@ -752,6 +751,42 @@ fn line_column(node: Node<'_>, text: &str) -> (usize, usize) {
         node.start_position().row + 1,
         text[line_start..offset].chars().count() + 1,
     )
+}
+
+/// The name of the instance parameter of the nearest (non-static) method
+/// around function `i`, if any. `instances` memoises the answer for every
+/// function asked, so a nest of n functions costs n steps in all, not the
+/// square of its depth.
+fn instance_around(
+    instances: &mut [Option<Option<String>>],
+    i: usize,
+    functions: &[FunctionFact],
+    by_start: &HashMap<usize, usize>,
+) -> Option<String> {
+    // Walk out until a method, the module, or a function already answered.
+    let mut path = Vec::new();
+    let mut at = i;
+    let answer = loop {
+        if let Some(known) = &instances[at] {
+            break known.clone();
+        }
+        path.push(at);
+        let Some(o) = functions[at]
+            .outer
+            .and_then(|start| by_start.get(&start).copied())
+        else {
+            break None;
+        };
+        let around = &functions[o];
+        if around.is_method && !around.static_method {
+            break around.parameters.first().cloned();
+        }
+        at = o;
+    };
+    for function in path {
+        instances[function] = Some(answer.clone());
+    }
+    answer
 }
 
 #[cfg(test)]

@@ -121,25 +121,51 @@ fn ancestor_of_kind<'t>(node: Node<'t>, kind: &str, parents: &Parents<'t>) -> Op
     None
 }
 
+/// The captures of `bindings.scm` in one file: the nodes that make a scope,
+/// and each statement that binds a name with its capture's name.
+#[derive(Default)]
+pub struct BindingCaptures<'t> {
+    scopes: Vec<Node<'t>>,
+    binders: Vec<(&'static str, Node<'t>)>,
+}
+
+impl<'t> BindingCaptures<'t> {
+    /// Adds one match's captures, named by `names` (the capture names of
+    /// the query the match comes from).
+    pub fn add(&mut self, names: &[&'static str], captures: &[tree_sitter::QueryCapture<'t>]) {
+        for c in captures {
+            let name = names[c.index as usize];
+            if name.starts_with("scope.") {
+                self.scopes.push(c.node);
+            } else {
+                self.binders.push((name, c.node));
+            }
+        }
+    }
+}
+
 impl SemanticModel {
     /// Builds the model of the file whose tree has `root`.
     pub fn build(root: Node<'_>, text: &str) -> SemanticModel {
         let q = &QUERIES.bindings;
-        let names = q.compiled.query.capture_names();
-        let mut scope_nodes = Vec::new();
-        let mut binders = Vec::new();
+        let mut captures = BindingCaptures::default();
         let mut cursor = QueryCursor::new();
         let mut matches = cursor.matches(&q.compiled.query, root, text.as_bytes());
         while let Some(m) = matches.next() {
-            for c in m.captures() {
-                let name = names[c.index as usize];
-                if name.starts_with("scope.") {
-                    scope_nodes.push(c.node);
-                } else {
-                    binders.push((name, c.node));
-                }
-            }
+            captures.add(q.compiled.query.capture_names(), m.captures());
         }
+        SemanticModel::from_captures(root, text, &captures)
+    }
+
+    /// Builds the model of the file whose tree has `root` from the
+    /// captures of `bindings.scm`, gathered by whatever walk ran it.
+    pub fn from_captures<'t>(
+        root: Node<'t>,
+        text: &str,
+        captures: &BindingCaptures<'t>,
+    ) -> SemanticModel {
+        let mut scope_nodes = captures.scopes.clone();
+        let binders = &captures.binders;
         let mut model = SemanticModel {
             scopes: vec![Scope {
                 kind: ScopeKind::Module,
@@ -180,7 +206,7 @@ impl SemanticModel {
             }
         }
         // Declarations first: they decide where the bindings below go.
-        for &(name, node) in &binders {
+        for &(name, node) in binders {
             let scope = model.scope_with(node, parent_of);
             let declared = match name {
                 "binding.global" => &mut model.scopes[scope.0].globals,
@@ -192,7 +218,7 @@ impl SemanticModel {
                 declared.insert(text_of(identifier, text).to_owned());
             }
         }
-        for (name, node) in binders {
+        for &(name, node) in binders {
             model.bind_capture(name, node, text, &parents);
         }
         for ids in model.by_name.values_mut() {
@@ -560,14 +586,20 @@ impl SemanticModel {
     }
 }
 
-/// Every node's parent in one tree, found by one walk with a cursor.
+/// Every node's parent in one tree, found by one walk with a cursor
+/// (tree-sitter finds a parent by walking down from the root). Keyed by node
+/// id with a fast hash: every node of a file goes in.
 pub(super) struct Parents<'t> {
-    by_child: std::collections::HashMap<usize, Node<'t>>,
+    by_child: foldhash::HashMap<usize, Node<'t>>,
 }
 
 impl<'t> Parents<'t> {
     pub(super) fn of(root: Node<'t>) -> Parents<'t> {
-        let mut by_child = std::collections::HashMap::new();
+        let mut by_child: foldhash::HashMap<usize, Node<'t>> =
+            foldhash::HashMap::with_capacity_and_hasher(
+                root.descendant_count(),
+                foldhash::fast::RandomState::default(),
+            );
         let mut cursor = root.walk();
         let mut stack: Vec<Node<'t>> = Vec::new();
         loop {

@@ -181,6 +181,9 @@ pub(crate) struct SummaryMemo {
     pub(crate) lists: HashMap<usize, ListFacts>,
     /// How many functions were summarised (each once).
     pub(crate) computed: usize,
+    /// How many edges the summaries' searches followed (a function to a
+    /// target list, a list to a function): the work of finding components.
+    pub(crate) edges: usize,
 }
 
 /// What the summaries of a target list's functions tell its callers.
@@ -199,6 +202,11 @@ impl Summaries {
     /// How many functions have been summarised so far.
     pub fn computed(&self) -> usize {
         self.lock().computed
+    }
+
+    /// How many call-graph edges the summaries' searches have followed.
+    pub fn edges(&self) -> usize {
+        self.lock().edges
     }
 
     /// How many callee effects have been mapped into a caller's terms.

@@ -69,120 +69,143 @@ impl ProjectIndex<'_> {
     /// each component is summarised as soon as it is complete (callees
     /// first).
     fn tarjan(&self, root: &FunctionRef, memo: &mut SummaryMemo) {
+        /// A vertex of the search: a function, or one of the target lists
+        /// its calls share. A list is a vertex of its own so that it is
+        /// walked once per search, whoever else calls through it (n hooks
+        /// replaying one table of n functions are n + n edges, not n × n).
+        enum Vertex {
+            Function(Node),
+            List(Targets),
+        }
         struct Frame {
-            node: usize,
-            call: usize,
-            target: usize,
-            /// The target lists looked at already (calls that share one
-            /// list are one set of edges).
-            lists: HashSet<usize>,
+            vertex: usize,
+            /// The next of its successors to look at.
+            next: usize,
         }
         #[derive(Default)]
         struct Search {
-            nodes: Vec<Node>,
-            index_of: HashMap<FnKey, usize>,
+            vertices: Vec<Vertex>,
+            functions: HashMap<FnKey, usize>,
+            lists: HashMap<usize, usize>,
             lowlink: Vec<usize>,
             on_stack: Vec<bool>,
             stack: Vec<usize>,
         }
-        let open = |function: &FunctionRef, search: &mut Search| -> usize {
-            let Caller(node) = self.caller(function);
-            let id = search.nodes.len();
-            search.nodes.push(node);
-            search.index_of.insert(key_of(function), id);
-            search.lowlink.push(id);
-            search.on_stack.push(true);
-            search.stack.push(id);
-            id
-        };
-        let mut search = Search::default();
-        let mut frames: Vec<Frame> = Vec::new();
-        let first = open(root, &mut search);
-        frames.push(Frame {
-            node: first,
-            call: 0,
-            target: 0,
-            lists: HashSet::new(),
-        });
-        while let Some(frame) = frames.last_mut() {
-            let node = frame.node;
-            // The next callee of this node not looked at yet.
-            let mut next: Option<FunctionRef> = None;
-            while frame.call < search.nodes[node].callees.len() {
-                let targets = &search.nodes[node].callees[frame.call];
-                if frame.target == 0
-                    && (!frame.lists.insert(list_id(targets))
-                        || memo.lists.contains_key(&list_id(targets)))
-                {
-                    frame.call += 1;
-                    continue;
-                }
-                if frame.target < targets.len() {
-                    let target = &targets[frame.target];
-                    frame.target += 1;
-                    next = Some((Arc::clone(&target.0), target.1));
-                    break;
-                }
-                frame.call += 1;
-                frame.target = 0;
+        impl Search {
+            fn open(&mut self, vertex: Vertex) -> usize {
+                let id = self.vertices.len();
+                match &vertex {
+                    Vertex::Function(node) => self.functions.insert(key_of(&node.function), id),
+                    Vertex::List(list) => self.lists.insert(list_id(list), id),
+                };
+                self.vertices.push(vertex);
+                self.lowlink.push(id);
+                self.on_stack.push(true);
+                self.stack.push(id);
+                id
             }
-            if let Some(callee) = next {
-                let key = key_of(&callee);
-                if memo.done.contains_key(&key) {
-                    continue;
-                }
-                match search.index_of.get(&key) {
-                    Some(&seen) => {
-                        if search.on_stack[seen] {
-                            search.lowlink[node] = search.lowlink[node].min(seen);
+        }
+        let mut search = Search::default();
+        let Caller(node) = self.caller(root);
+        let first = search.open(Vertex::Function(node));
+        let mut frames: Vec<Frame> = vec![Frame {
+            vertex: first,
+            next: 0,
+        }];
+        while let Some(frame) = frames.last_mut() {
+            let vertex = frame.vertex;
+            // The next successor of this vertex not summarised yet.
+            let mut opened = None;
+            match &search.vertices[vertex] {
+                Vertex::Function(node) => {
+                    while let Some(list) = node.callees.get(frame.next) {
+                        frame.next += 1;
+                        memo.edges += 1;
+                        let id = list_id(list);
+                        // A list whose facts are final leads only to
+                        // functions summarised already.
+                        if memo.lists.contains_key(&id) {
+                            continue;
+                        }
+                        match search.lists.get(&id) {
+                            // An edge to a vertex opened already.
+                            Some(&seen) if search.on_stack[seen] => {
+                                search.lowlink[vertex] = search.lowlink[vertex].min(seen);
+                            }
+                            Some(_) => {}
+                            None => {
+                                opened = Some(Vertex::List(Arc::clone(list)));
+                                break;
+                            }
                         }
                     }
-                    None => {
-                        let id = open(&callee, &mut search);
-                        frames.push(Frame {
-                            node: id,
-                            call: 0,
-                            target: 0,
-                            lists: HashSet::new(),
-                        });
+                }
+                Vertex::List(list) => {
+                    while let Some(target) = list.get(frame.next) {
+                        frame.next += 1;
+                        memo.edges += 1;
+                        let key = key_of(target);
+                        if memo.done.contains_key(&key) {
+                            continue;
+                        }
+                        match search.functions.get(&key) {
+                            Some(&seen) if search.on_stack[seen] => {
+                                search.lowlink[vertex] = search.lowlink[vertex].min(seen);
+                            }
+                            Some(_) => {}
+                            None => {
+                                let Caller(node) = self.caller(target);
+                                opened = Some(Vertex::Function(node));
+                                break;
+                            }
+                        }
                     }
                 }
+            }
+            if let Some(successor) = opened {
+                let id = search.open(successor);
+                frames.push(Frame {
+                    vertex: id,
+                    next: 0,
+                });
                 continue;
             }
-            // Every callee looked at: close the node.
+            // Every successor looked at: close the vertex.
             frames.pop();
             if let Some(parent) = frames.last() {
-                search.lowlink[parent.node] = search.lowlink[parent.node].min(search.lowlink[node]);
+                search.lowlink[parent.vertex] =
+                    search.lowlink[parent.vertex].min(search.lowlink[vertex]);
             }
-            if search.lowlink[node] == node {
+            if search.lowlink[vertex] == vertex {
                 let mut component = Vec::new();
                 while let Some(member) = search.stack.pop() {
                     search.on_stack[member] = false;
-                    component.push(member);
-                    if member == node {
+                    if let Vertex::Function(node) = &search.vertices[member] {
+                        component.push(node);
+                    }
+                    if member == vertex {
                         break;
                     }
                 }
-                self.summarise_component(&search.nodes, &component, memo);
+                if !component.is_empty() {
+                    self.summarise_component(&component, memo);
+                }
             }
         }
     }
 
     /// Summarises one component: once if it is a single function that does
     /// not call itself, else to a fixpoint.
-    fn summarise_component(&self, nodes: &[Node], component: &[usize], memo: &mut SummaryMemo) {
-        let mut members: Vec<usize> = component.to_vec();
-        members.sort_by_key(|&m| key_of(&nodes[m].function));
-        let keys: Vec<FnKey> = members
-            .iter()
-            .map(|&m| key_of(&nodes[m].function))
-            .collect();
+    fn summarise_component(&self, component: &[&Node], memo: &mut SummaryMemo) {
+        let mut members: Vec<&Node> = component.to_vec();
+        members.sort_by_key(|node| key_of(&node.function));
+        let keys: Vec<FnKey> = members.iter().map(|node| key_of(&node.function)).collect();
         let mut working: HashMap<FnKey, Arc<Summary>> = keys
             .iter()
             .map(|k| (k.clone(), Arc::new(Summary::default())))
             .collect();
         let recursive = members.len() > 1
-            || distinct_lists(&nodes[members[0]].callees)
+            || distinct_lists(&members[0].callees)
                 .flat_map(|list| list.iter())
                 .any(|t| key_of(t) == keys[0]);
         // What each target list tells while no working summary changes
@@ -195,7 +218,7 @@ impl ProjectIndex<'_> {
             let mut changed = false;
             for (&member, key) in members.iter().zip(&keys) {
                 let summary = self.summarise(
-                    &nodes[member],
+                    member,
                     |callee| {
                         let key = key_of(callee);
                         working.get(&key).or_else(|| memo.done.get(&key)).cloned()

@@ -172,6 +172,37 @@ fn calls_sharing_their_targets_and_arguments_are_followed_once() {
 }
 
 #[test]
+fn hooks_replaying_one_table_walk_it_once() {
+    // n hooks replaying the table that n registrations fill (B8 of the
+    // hardening issue): every replaying hook is registered too, so all of
+    // them call each other through one shared list of 2n functions.
+    let searched = |n: usize| {
+        let mut text = String::from("def mover(m, a):\n    m.to('cuda')\n\n\n");
+        text.push_str("model.register_forward_pre_hook(mover)\n\n\n");
+        for i in 0..n {
+            text.push_str(&format!(
+                "def h{i}(m, a):\n    return None\n\n\nmodel.register_forward_pre_hook(h{i})\n\n\n"
+            ));
+        }
+        for i in 0..n {
+            text.push_str(&format!(
+                "def fused{i}(module, args):\n    for sub in module.children():\n        \
+                 for hook in sub._forward_pre_hooks.values():\n            hook(sub, args)\n\n\n\
+                 model.register_forward_pre_hook(fused{i})\n\n\n"
+            ));
+        }
+        let p = Project::new(&[("m.py", &text)]);
+        let evidence = p.evidence("m.py", "fused0").unwrap();
+        assert!(evidence.contains(".to("), "{evidence}");
+        p.cache.summaries.edges()
+    };
+    // The list is walked once per search, not once per hook that replays
+    // it: the edges grow with n, not with n * n.
+    let (small, large) = (searched(40), searched(80));
+    assert!(large <= 2 * small + 8, "{small} edges at 40, {large} at 80");
+}
+
+#[test]
 fn a_fenced_callee_keeps_its_effects_and_says_it_is_fenced() {
     let p = Project::new(&[(
         "m.py",

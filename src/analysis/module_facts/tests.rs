@@ -71,3 +71,89 @@ fn a_forward_replacement_is_told_from_its_text() {
         assert_eq!(replacements(text), 0, "{text:?}");
     }
 }
+
+#[test]
+fn the_instance_around_a_closure_is_the_nearest_methods_in_any_order_of_asking() {
+    let text = "\
+class A:
+    def m(self):
+        def f():
+            g = lambda: lambda: self
+            def h(): pass
+        return f
+    @staticmethod
+    def s(x):
+        def k(): pass
+        return k
+    def q(this):
+        class B:
+            def r(me):
+                return lambda: me
+        return lambda: this
+def top():
+    return lambda: 1
+";
+    let tree = crate::parse::parse(text).unwrap();
+    let facts = ModuleFacts::build(
+        Path::new("m.py"),
+        tree.root_node(),
+        text,
+        &Vocabulary::default(),
+        None,
+    );
+    let functions = &facts.functions;
+    let by_start: HashMap<usize, usize> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.start, i))
+        .collect();
+    // The walk out, one scope at a time, as the answer is defined.
+    let walked = |i: usize| {
+        let mut scope = functions[i].outer;
+        while let Some(o) = scope.and_then(|start| by_start.get(&start).copied()) {
+            let around = &functions[o];
+            if around.is_method && !around.static_method {
+                return around.parameters.first().cloned();
+            }
+            scope = around.outer;
+        }
+        None
+    };
+    let expected: Vec<Option<String>> = (0..functions.len()).map(walked).collect();
+    let named = |name: &str, line: usize| {
+        functions
+            .iter()
+            .position(|f| f.name == name && f.line == line)
+            .unwrap()
+    };
+    assert_eq!(expected[named("<lambda>", 4)], Some("self".into()));
+    assert_eq!(expected[named("h", 5)], Some("self".into()));
+    assert_eq!(
+        expected[named("k", 9)],
+        None,
+        "a static method has no instance"
+    );
+    assert_eq!(expected[named("<lambda>", 14)], Some("me".into()));
+    assert_eq!(expected[named("<lambda>", 15)], Some("this".into()));
+    assert_eq!(expected[named("<lambda>", 17)], None);
+    // Deepest first, outermost first and interleaved: the memo answers the
+    // same as the walk whatever was asked before.
+    let n = functions.len();
+    let orders: [Vec<usize>; 3] = [
+        (0..n).rev().collect(),
+        (0..n).collect(),
+        (0..n).step_by(2).chain((1..n).step_by(2)).collect(),
+    ];
+    for order in orders {
+        let mut instances = vec![None; n];
+        for i in order {
+            assert_eq!(
+                instance_around(&mut instances, i, functions, &by_start),
+                expected[i],
+                "{}:{}",
+                functions[i].name,
+                functions[i].line
+            );
+        }
+    }
+}
