@@ -163,8 +163,8 @@ pub struct Index {
     pub self_attr_value: u32,
     pub call: u32,
     pub call_name: u32,
-    pub call_receiver: u32,
-    pub call_method: u32,
+    /// A method call's callee (`receiver.method`).
+    pub call_attribute: u32,
     /// `queries/handed.scm`: a function handed to a tensor hook, the
     /// autograd engine or an autograd Function, and `Fn.apply(...)`.
     pub handed_call: u32,
@@ -189,8 +189,8 @@ pub struct Calls {
     pub compiled: Compiled,
     pub call: u32,
     pub name: u32,
-    pub receiver: u32,
-    pub method: u32,
+    /// A method call's callee; see [`crate::syntax::method_callee`].
+    pub attribute: u32,
 }
 
 /// Captures of `imports.scm`, as numbered in [`Queries::resolve`].
@@ -297,12 +297,17 @@ impl Queries {
                 optout_comment: c("optout.comment"),
             },
             index: {
-                let combined = Combined::new(&[
+                let parts = [
                     scm!("index"),
                     scm!("calls"),
                     scm!("handed"),
                     scm!("bindings"),
-                ]);
+                ];
+                let bindings_part = parts
+                    .iter()
+                    .position(|part| *part == scm!("bindings"))
+                    .expect("bindings.scm is one of the index's parts");
+                let combined = Combined::new(&parts);
                 let c = |name| combined.capture(name);
                 Index {
                     def: c("index.def"),
@@ -330,8 +335,7 @@ impl Queries {
                     self_attr_value: c("index.self_attr_value"),
                     call: c("callsite.call"),
                     call_name: c("callsite.name"),
-                    call_receiver: c("callsite.receiver"),
-                    call_method: c("callsite.method"),
+                    call_attribute: c("callsite.attribute"),
                     handed_call: c("handed.call"),
                     handed_callee: c("handed.callee"),
                     handed_fn: c("handed.fn"),
@@ -345,7 +349,7 @@ impl Queries {
                     held_value: c("held.value"),
                     held_applying: c("held.applying"),
                     held_holder: c("held.holder"),
-                    bindings_part: 3,
+                    bindings_part,
                     combined,
                 }
             },
@@ -354,8 +358,7 @@ impl Queries {
                 Calls {
                     call: compiled.capture("callsite.call"),
                     name: compiled.capture("callsite.name"),
-                    receiver: compiled.capture("callsite.receiver"),
-                    method: compiled.capture("callsite.method"),
+                    attribute: compiled.capture("callsite.attribute"),
                     compiled,
                 }
             },

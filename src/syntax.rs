@@ -57,6 +57,15 @@ pub fn each_match_in<'t>(
     }
 }
 
+/// The receiver and the method name of a method call's callee (an
+/// `attribute` node: `self.coordinator.fetch` -> `self.coordinator`,
+/// `fetch`), as `calls.scm` captures it.
+pub fn method_callee(attribute: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let method = attribute.child_by_field_name("attribute")?;
+    (method.kind() == "identifier").then_some(())?;
+    Some((attribute.child_by_field_name("object")?, method))
+}
+
 /// The dotted name an identifier/attribute chain spells (`torch.compiler.disable`),
 /// or `None` for anything else (a subscript, a call, ...).
 pub fn dotted_name(node: Node<'_>, text: &str) -> Option<String> {
@@ -653,6 +662,37 @@ mod tests {
             ],
             "{}",
             def.to_sexp()
+        );
+    }
+
+    /// What `calls.scm` captures of every call, in text order: a bare name,
+    /// or a method call read from its callee's fields.
+    #[test]
+    fn calls_are_read_from_the_callee_fields() {
+        let text = "f(x)\na.b.c(y)\nm.a().b()\nx[0].go()\ng()()\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let q = &crate::queries::QUERIES.calls;
+        let mut seen = Vec::new();
+        each_match(&q.compiled.query, tree.root_node(), text, |_, captures| {
+            let call = capture(captures, q.call).unwrap();
+            let what = match (
+                capture(captures, q.name),
+                capture(captures, q.attribute).and_then(method_callee),
+            ) {
+                (Some(name), _) => text_of(name, text).to_owned(),
+                (None, Some((receiver, method))) => {
+                    format!("{} . {}", text_of(receiver, text), text_of(method, text))
+                }
+                (None, None) => "?".to_owned(),
+            };
+            seen.push((call.start_byte(), call.end_byte(), what));
+        });
+        seen.sort();
+        let seen: Vec<&str> = seen.iter().map(|(_, _, what)| what.as_str()).collect();
+        // `g()()` calls what a call returns: only its inner call is named.
+        assert_eq!(
+            seen,
+            ["f", "a.b . c", "m . a", "m.a() . b", "x[0] . go", "g"]
         );
     }
 }

@@ -137,11 +137,15 @@ fn calls_any(
         if found {
             return;
         }
-        let callee = crate::syntax::capture(captures, q.name)
-            .or_else(|| crate::syntax::capture(captures, q.method))
-            .map(|n| text_of(n, text));
-        let receiver = crate::syntax::capture(captures, q.receiver).map(|n| text_of(n, text));
-        found = wanted(callee, receiver);
+        let method =
+            crate::syntax::capture(captures, q.attribute).and_then(crate::syntax::method_callee);
+        let (callee, receiver) = match (crate::syntax::capture(captures, q.name), method) {
+            (Some(name), _) => (name, None),
+            (None, Some((receiver, method))) => (method, Some(text_of(receiver, text))),
+            // A method call whose name is not a plain identifier.
+            (None, None) => return,
+        };
+        found = wanted(Some(text_of(callee, text)), receiver);
     });
     found
 }

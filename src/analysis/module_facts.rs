@@ -271,14 +271,12 @@ impl ModuleFacts {
                     },
                 ));
             } else if let Some(call) = capture(captures, q.call) {
-                let callee = match (
-                    capture(captures, q.call_name),
-                    capture(captures, q.call_method),
-                ) {
+                let method =
+                    capture(captures, q.call_attribute).and_then(crate::syntax::method_callee);
+                let callee = match (capture(captures, q.call_name), method) {
                     (Some(name), _) => Callee::Name(text_of(name, text).to_owned()),
-                    (None, Some(method)) => Callee::Method {
-                        receiver: capture(captures, q.call_receiver)
-                            .and_then(|r| dotted_name(r, text)),
+                    (None, Some((receiver, method))) => Callee::Method {
+                        receiver: dotted_name(receiver, text),
                         method: text_of(method, text).to_owned(),
                     },
                     _ => return,
@@ -386,6 +384,9 @@ impl ModuleFacts {
             Some(given) if !given.scopes().is_empty() => given,
             _ => built.get_or_init(|| SemanticModel::from_captures(root, text, &binding_captures)),
         };
+        // Calls in the order of the text, and a method-call chain's inner
+        // calls (which start where the outer ones do) first.
+        calls.sort_by_key(|(call, _)| (call.start_byte(), call.end_byte()));
         // A call of a replay loop's variable in its body replays the table.
         let replayed: Vec<(Node<'_>, Callee, Through)> = calls
             .iter()
