@@ -105,6 +105,13 @@ impl ProjectIndex<'_> {
                 id
             }
         }
+        /// An edge from `vertex` to `seen`, a vertex opened already: on the
+        /// stack, it is in `vertex`'s component or one around it.
+        fn back_edge(lowlink: &mut [usize], on_stack: &[bool], vertex: usize, seen: usize) {
+            if on_stack[seen] {
+                lowlink[vertex] = lowlink[vertex].min(seen);
+            }
+        }
         let mut search = Search::default();
         let Caller(node) = self.caller(root);
         let first = search.open(Vertex::Function(node));
@@ -127,16 +134,11 @@ impl ProjectIndex<'_> {
                         if memo.lists.contains_key(&id) {
                             continue;
                         }
-                        match search.lists.get(&id) {
-                            // An edge to a vertex opened already.
-                            Some(&seen) if search.on_stack[seen] => {
-                                search.lowlink[vertex] = search.lowlink[vertex].min(seen);
-                            }
-                            Some(_) => {}
-                            None => {
-                                opened = Some(Vertex::List(Arc::clone(list)));
-                                break;
-                            }
+                        if let Some(&seen) = search.lists.get(&id) {
+                            back_edge(&mut search.lowlink, &search.on_stack, vertex, seen);
+                        } else {
+                            opened = Some(Vertex::List(Arc::clone(list)));
+                            break;
                         }
                     }
                 }
@@ -148,16 +150,12 @@ impl ProjectIndex<'_> {
                         if memo.done.contains_key(&key) {
                             continue;
                         }
-                        match search.functions.get(&key) {
-                            Some(&seen) if search.on_stack[seen] => {
-                                search.lowlink[vertex] = search.lowlink[vertex].min(seen);
-                            }
-                            Some(_) => {}
-                            None => {
-                                let Caller(node) = self.caller(target);
-                                opened = Some(Vertex::Function(node));
-                                break;
-                            }
+                        if let Some(&seen) = search.functions.get(&key) {
+                            back_edge(&mut search.lowlink, &search.on_stack, vertex, seen);
+                        } else {
+                            let Caller(node) = self.caller(target);
+                            opened = Some(Vertex::Function(node));
+                            break;
                         }
                     }
                 }

@@ -1,19 +1,21 @@
 //! Unit tests of [`super`]: facts told from a module's text.
 use super::*;
 
+/// The facts of `text` as the module `m.py`.
+fn facts_of(text: &str) -> ModuleFacts {
+    let tree = crate::parse::parse(text).unwrap();
+    ModuleFacts::build(
+        Path::new("m.py"),
+        tree.root_node(),
+        text,
+        &Vocabulary::default(),
+        None,
+    )
+}
+
 #[test]
 fn a_class_swap_is_told_from_its_text() {
-    let swaps = |text: &str| {
-        let tree = crate::parse::parse(text).unwrap();
-        let facts = ModuleFacts::build(
-            Path::new("m.py"),
-            tree.root_node(),
-            text,
-            &Vocabulary::default(),
-            None,
-        );
-        facts.swapped_classes.len()
-    };
+    let swaps = |text: &str| facts_of(text).swapped_classes.len();
     for (text, found) in [
         ("m.__class__ = Lazy\n", 1),
         ("setattr(m, '__class__', Lazy)\n", 1),
@@ -35,13 +37,7 @@ fn a_class_swap_is_told_from_its_text() {
 #[test]
 fn a_forward_replacement_is_told_from_its_text() {
     // The text test says yes wherever the index query finds one.
-    let replacements = |text: &str| {
-        let tree = crate::parse::parse(text).unwrap();
-        let root = tree.root_node();
-        ModuleFacts::build(Path::new("m.py"), root, text, &Vocabulary::default(), None)
-            .forward_replacements
-            .len()
-    };
+    let replacements = |text: &str| facts_of(text).forward_replacements.len();
     for text in [
         "m.forward = wrapper\n",
         "module . forward=partial(f, m)\n",
@@ -93,14 +89,7 @@ class A:
 def top():
     return lambda: 1
 ";
-    let tree = crate::parse::parse(text).unwrap();
-    let facts = ModuleFacts::build(
-        Path::new("m.py"),
-        tree.root_node(),
-        text,
-        &Vocabulary::default(),
-        None,
-    );
+    let facts = facts_of(text);
     let functions = &facts.functions;
     let by_start: HashMap<usize, usize> = functions
         .iter()
