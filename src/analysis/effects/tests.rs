@@ -203,6 +203,31 @@ fn hooks_replaying_one_table_walk_it_once() {
 }
 
 #[test]
+fn a_ten_thousand_link_call_chain_is_summarised_in_linear_work() {
+    // hook -> f0 -> f1 -> ... -> f9999, and only the last moves the
+    // module: its effect reaches the hook through every link (no depth
+    // cut-off), each function summarised once, each edge followed once.
+    const LINKS: usize = 10_000;
+    let mut text = String::from("def hook(m, args):\n    f0(m)\n\n\n");
+    for i in 0..LINKS - 1 {
+        text.push_str(&format!("def f{i}(m):\n    f{}(m)\n\n\n", i + 1));
+    }
+    text.push_str(&format!("def f{}(m):\n    m.to('cuda')\n", LINKS - 1));
+    let p = Project::new(&[("m.py", &text)]);
+    let evidence = p.evidence("m.py", "hook").unwrap();
+    assert!(evidence.contains(".to("), "{evidence}");
+    let summaries = &p.cache.summaries;
+    assert_eq!(summaries.computed(), LINKS + 1);
+    // A function to its call's list, the list to the function: two edges
+    // per link.
+    assert!(
+        summaries.edges() <= 2 * (LINKS + 1),
+        "{}",
+        summaries.edges()
+    );
+}
+
+#[test]
 fn a_fenced_callee_keeps_its_effects_and_says_it_is_fenced() {
     let p = Project::new(&[(
         "m.py",
