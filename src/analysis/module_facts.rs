@@ -154,12 +154,14 @@ impl ModuleFacts {
         let mut self_attributes = Vec::new();
         let mut defs: Vec<(Node<'_>, String)> = Vec::new();
         let mut class_nodes: Vec<Node<'_>> = Vec::new();
-        // The scope model's captures come from the same walk.
+        // The matcher's scope model, where it built one; else the model is
+        // built here from captures of this same walk.
+        let given_model = given_model.filter(|given| !given.scopes().is_empty());
         let mut binding_captures = crate::analysis::scope_builder::BindingCaptures::default();
         let capture_names = q.combined.query.capture_names();
         crate::syntax::each_match(&q.combined.query, root, text, |pattern, captures| {
             if q.combined.part(pattern) == q.bindings_part {
-                if given_model.is_none_or(|given| given.scopes().is_empty()) {
+                if given_model.is_none() {
                     binding_captures.add(capture_names, captures);
                 }
             } else if let Some(def) =
@@ -380,9 +382,10 @@ impl ModuleFacts {
         // matcher's, else one built here, only if a call names an import or
         // a function of the file.
         let built: std::cell::OnceCell<SemanticModel> = std::cell::OnceCell::new();
-        let scope_model = || match given_model {
-            Some(given) if !given.scopes().is_empty() => given,
-            _ => built.get_or_init(|| SemanticModel::from_captures(root, text, &binding_captures)),
+        let scope_model = || {
+            given_model.unwrap_or_else(|| {
+                built.get_or_init(|| SemanticModel::from_captures(root, text, &binding_captures))
+            })
         };
         // Calls in the order of the text, and a method-call chain's inner
         // calls (which start where the outer ones do) first.
