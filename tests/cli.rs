@@ -3399,3 +3399,56 @@ def wrap(module, hooks):
     assert!(list.contains("covered  Lifter.lift"), "{list}");
     assert!(list.contains("unfenced  Lifter.drop_"), "{list}");
 }
+
+/// A hook that hands a helper an autograd Function and a function to call
+/// at backward time; the helper applies the one, handing it the other.
+const APPLIED: &[(&str, &[u8])] = &[
+    ("pkg/__init__.py", b""),
+    (
+        "pkg/relay.py",
+        b"import torch\n\n\ndef on_tensors(owner, fn_cls, later, out):\n    return fn_cls.apply(owner, later, out)\n\n\nclass Later(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, owner, later, t):\n        ctx.owner = owner\n        ctx.later = later\n        return t.detach()\n\n    @staticmethod\n    def backward(ctx, grad):\n        ctx.later(ctx.owner)\n        return None, None, grad\n",
+    ),
+    (
+        "pkg/hooks.py",
+        b"from .relay import Later, on_tensors\n\n\ndef attach(model):\n    def after(module, args, out):\n        def reload(m):\n            m.to('cuda')\n\n        return on_tensors(module, Later, reload, out)\n\n    model.register_forward_hook(after)\n",
+    ),
+];
+
+#[test]
+fn a_function_a_hook_hands_to_a_functions_backward_is_found_by_use_in_json_and_explain() {
+    let p = Project::new(APPLIED);
+    let run = p.run(&["--format", "json", "pkg"]);
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sites = doc["sites"].as_array().unwrap();
+    let reload = sites
+        .iter()
+        .find(|s| s["qualname"] == "attach.<locals>.after.<locals>.reload")
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(reload["status"], "unfenced", "{reload}");
+    assert_eq!(reload["discovered_by"][0]["how"], "applied", "{reload}");
+    assert_eq!(reload["discovered_by"][0]["path"], "pkg/hooks.py");
+    assert_eq!(reload["discovered_by"][0]["line"], 9);
+    // The hook that hands it over carries its evidence, through the helper
+    // and the Function's backward.
+    let after = sites
+        .iter()
+        .find(|s| s["qualname"] == "attach.<locals>.after")
+        .unwrap();
+    assert_eq!(after["status"], "unfenced", "{after}");
+    let steps: Vec<&str> = after["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["detail"].as_str().unwrap())
+        .collect();
+    assert!(steps[0].starts_with("on_tensors"), "{steps:?}");
+    assert!(steps[1].starts_with("Later.backward"), "{steps:?}");
+    assert_eq!(after["evidence"][1]["kind"], "handed");
+    let run = p.run(&["--explain", "attach.<locals>.after.<locals>.reload", "pkg"]);
+    run.expect_code(0);
+    let text = run.stdout_str();
+    assert!(
+        text.contains("applied: run by ctx.later of Later.backward"),
+        "{text}"
+    );
+}

@@ -88,6 +88,9 @@ impl ProjectIndex<'_> {
                 let hooks = self.functions_of(module, registration.scope, &registration.value, 0);
                 for (hook_module, hook) in hooks {
                     self.dispatch_of_hook(&hook_module, hook, true, &mut discovered);
+                    let mut evidence = Vec::new();
+                    self.applied_by_hook(&hook_module, hook, &mut discovered, &mut evidence);
+                    self.keep_step_evidence(evidence);
                     // Closures it makes run on the module's behalf later
                     // (handed to an autograd Function, a tensor hook).
                     let start = hook_module.functions[hook].start;

@@ -39,6 +39,7 @@
 //!
 //! Above the folder, `plan` turns verdicts into edits.
 
+pub mod applied;
 pub mod arguments;
 pub mod bound;
 pub mod chain;

@@ -114,6 +114,10 @@ impl<'v> ProjectIndex<'v> {
             .enumerate()
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
+        // Summaries computed over fewer indexed modules may miss targets
+        // among these.
+        let paths: Vec<&Path> = modules.iter().map(|m| m.path.as_path()).collect();
+        loaded.summaries.start_index(&paths);
         let mut by_module_name: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, module) in modules.iter().enumerate() {
             by_module_name

@@ -173,6 +173,9 @@ pub struct Summaries {
 
 #[derive(Debug, Default)]
 pub(crate) struct SummaryMemo {
+    /// The indexed modules the summaries were computed over (see
+    /// [`Summaries::start_index`]).
+    pub(crate) modules: std::collections::HashSet<PathBuf>,
     pub(crate) done: HashMap<FnKey, Arc<Summary>>,
     /// What the final summaries of a target list's functions tell, by the
     /// list's address: calls that share a list (hooks replaying one table)
@@ -199,6 +202,23 @@ pub(crate) struct ListFacts {
 }
 
 impl Summaries {
+    /// Starts a project index over the indexed modules `modules`: a
+    /// call's targets are looked up among them, so where they include a
+    /// module the summaries were not computed over (a later round, which
+    /// indexes more), every summary is dropped; over the same modules or
+    /// fewer (a run on one file after its project was read for context),
+    /// every one is kept. Whether they were dropped.
+    pub fn start_index(&self, modules: &[&Path]) -> bool {
+        let mut memo = self.lock();
+        if modules.iter().all(|m| memo.modules.contains(*m)) {
+            return false;
+        }
+        memo.modules = modules.iter().map(|m| m.to_path_buf()).collect();
+        memo.done.clear();
+        memo.lists.clear();
+        true
+    }
+
     /// How many functions have been summarised so far.
     pub fn computed(&self) -> usize {
         self.lock().computed

@@ -303,3 +303,47 @@ fn an_observers_own_statistics_are_not_module_state() {
     assert_eq!(p.evidence("m.py", "attach.<locals>.stats"), None);
     assert!(p.evidence("m.py", "attach.<locals>.onload").is_some());
 }
+
+#[test]
+fn summaries_are_kept_over_the_same_modules_and_dropped_over_others() {
+    let p = Project::new(&[
+        (
+            "a.py",
+            "from b import Offloader\n\n\ndef install(model, hooks):\n    def hook(module, args):\n        for h in hooks:\n            h.unload_all(module)\n    model.register_forward_pre_hook(hook)\n",
+        ),
+        (
+            "b.py",
+            "class Offloader:\n    def unload_all(self, module):\n        module.to('cpu')\n",
+        ),
+    ]);
+    let only_a = || {
+        ProjectIndex::new(
+            vec![Arc::clone(&p.modules[0])],
+            &p.vocabulary,
+            Arc::clone(&p.cache),
+        )
+    };
+    let hook = p.function("a.py", "install.<locals>.hook");
+    let first = only_a().summary(&hook);
+    let computed = p.cache.summaries.computed();
+    // A later round over the same modules reuses every summary.
+    let again = only_a().summary(&hook);
+    assert!(Arc::ptr_eq(&first, &again));
+    assert_eq!(p.cache.summaries.computed(), computed);
+    // One over more modules computes them again: a call's targets are
+    // looked up among the indexed modules.
+    let both = p.index().summary(&hook);
+    assert!(p.cache.summaries.computed() > computed);
+    assert!(
+        both.effects
+            .iter()
+            .any(|e| matches!(e.target, Target::Param { index: 0, .. })),
+        "{both:?}"
+    );
+    // A run over fewer modules (one file, after its project was read for
+    // context) keeps the summaries computed over more.
+    let computed = p.cache.summaries.computed();
+    let after = only_a().summary(&hook);
+    assert!(Arc::ptr_eq(&both, &after));
+    assert_eq!(p.cache.summaries.computed(), computed);
+}

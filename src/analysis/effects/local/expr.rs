@@ -4,7 +4,8 @@
 use tree_sitter::Node;
 
 use super::{
-    Acts, CallValues, Kind, LocalEffect, MOST_DEPTH, Walker, names_a_class, string_content,
+    Acts, ArgumentAt, ArgumentName, CallValues, Kind, LocalEffect, MOST_DEPTH, Walker,
+    names_a_class, string_content,
 };
 use crate::analysis::effects::models::{self};
 use crate::analysis::effects::value::{Root, Shape, Val, Vals};
@@ -256,6 +257,7 @@ impl<'t> Walker<'_, 't> {
         };
         let mut argument_nodes: Vec<Node<'t>> = Vec::new();
         let mut keyword_nodes: Vec<(String, Node<'t>)> = Vec::new();
+        let mut names: Vec<ArgumentName> = Vec::new();
         if let Some(arguments) = node.child_by_field_name("arguments") {
             if arguments.kind() == "generator_expression" {
                 values.positional.push(self.eval(arguments));
@@ -275,6 +277,12 @@ impl<'t> Walker<'_, 't> {
                                 .map(|v| self.eval(v))
                                 .unwrap_or_default();
                             if let Some(value) = argument.child_by_field_name("value") {
+                                if value.kind() == "identifier" {
+                                    names.push(ArgumentName {
+                                        at: ArgumentAt::Keyword(name.as_str().into()),
+                                        name: text_of(value, text).into(),
+                                    });
+                                }
                                 keyword_nodes.push((name.clone(), value));
                             }
                             values.keywords.push((name.into(), vals));
@@ -287,6 +295,12 @@ impl<'t> Walker<'_, 't> {
                         _ => {
                             let vals = self.eval(argument);
                             if !values.splat {
+                                if argument.kind() == "identifier" {
+                                    names.push(ArgumentName {
+                                        at: ArgumentAt::Position(values.positional.len()),
+                                        name: text_of(argument, text).into(),
+                                    });
+                                }
                                 values.positional.push(vals);
                                 argument_nodes.push(argument);
                             } else {
@@ -297,6 +311,7 @@ impl<'t> Walker<'_, 't> {
                 }
             }
         }
+        values.names = names.into();
         let positional = values.positional.len();
         // A clock, a timer or memory statistics read here.
         let called = match function.kind() {

@@ -148,6 +148,32 @@ pub struct CallValues {
     /// Its value is entered (`with f():`) or iterated (`for x in f():`)
     /// here, so a generator it calls runs.
     pub entered: bool,
+    /// The arguments written as a bare name (`helper(m, Fn, run_later)`),
+    /// by position or keyword: where a function or class is handed on by
+    /// name, a callee that calls or applies that parameter runs it.
+    pub names: Box<[ArgumentName]>,
+}
+
+/// An argument written as a bare name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArgumentName {
+    /// Its position among the positional arguments, or its keyword.
+    pub at: ArgumentAt,
+    pub name: Box<str>,
+}
+
+/// Where an argument is written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ArgumentAt {
+    Position(usize),
+    Keyword(Box<str>),
+}
+
+impl CallValues {
+    /// The name written as the argument at `at`, if it is a bare name.
+    pub fn name_at(&self, at: &ArgumentAt) -> Option<&str> {
+        self.names.iter().find(|n| n.at == *at).map(|n| &*n.name)
+    }
 }
 
 /// One function's facts for the effect analysis.
