@@ -3,7 +3,7 @@
 //! their functions and the evidence of the steps forwards call.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::module_facts::ModuleFacts;
@@ -60,4 +60,40 @@ impl ModuleCache {
         errors.dedup_by(|a, b| a.path() == b.path());
         errors
     }
+}
+
+/// Reads, parses and indexes a module only needed as context, through the
+/// same checks as a file the run was given.
+pub(crate) fn read_module(
+    path: &Path,
+    vocabulary: &crate::analysis::vocabulary::Vocabulary,
+) -> Result<ModuleFacts, crate::error::FileError> {
+    use crate::error::FileError;
+    let raw =
+        crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
+            .map_err(|source| FileError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    let source =
+        crate::source::Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))?;
+    let parsed = crate::parse::parse_checked(&source.text).map_err(|p| FileError::Syntax {
+        path: path.to_path_buf(),
+        at: p.at,
+        what: format!("{}; the module was read through an import", p.what),
+    })?;
+    let build = || {
+        ModuleFacts::build(
+            path,
+            parsed.tree.root_node(),
+            &source.text,
+            vocabulary,
+            None,
+        )
+    };
+    Ok(if parsed.is_deep() {
+        crate::parse::on_big_stack(build)
+    } else {
+        build()
+    })
 }

@@ -114,8 +114,7 @@ impl<'v> ProjectIndex<'v> {
             .enumerate()
             .map(|(i, m)| (m.path.clone(), i))
             .collect();
-        // Summaries computed over fewer indexed modules may miss targets
-        // among these.
+        // Summaries computed over fewer indexed modules may miss targets.
         let paths: Vec<&Path> = modules.iter().map(|m| m.path.as_path()).collect();
         loaded.summaries.start_index(&paths);
         let mut by_module_name: HashMap<String, Vec<usize>> = HashMap::new();
@@ -193,7 +192,7 @@ impl<'v> ProjectIndex<'v> {
         }
         // Read without the lock held: two threads may read one module at
         // once (the same facts; its error is reported once).
-        let facts = match read_module(path, self.vocabulary) {
+        let facts = match crate::analysis::module_cache::read_module(path, self.vocabulary) {
             Ok(facts) => Some(Arc::new(facts)),
             Err(err) => {
                 self.loaded
@@ -744,42 +743,6 @@ impl ProjectIndex<'_> {
             Callee::Method { .. } => Vec::new(),
         }
     }
-}
-
-/// Reads, parses and indexes a module only needed as context, through the
-/// same checks as a file the run was given.
-fn read_module(
-    path: &Path,
-    vocabulary: &Vocabulary,
-) -> Result<ModuleFacts, crate::error::FileError> {
-    use crate::error::FileError;
-    let raw =
-        crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
-            .map_err(|source| FileError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-    let source =
-        crate::source::Source::decode(raw).map_err(|e| FileError::decode(path.to_path_buf(), e))?;
-    let parsed = crate::parse::parse_checked(&source.text).map_err(|p| FileError::Syntax {
-        path: path.to_path_buf(),
-        at: p.at,
-        what: format!("{}; the module was read through an import", p.what),
-    })?;
-    let build = || {
-        ModuleFacts::build(
-            path,
-            parsed.tree.root_node(),
-            &source.text,
-            vocabulary,
-            None,
-        )
-    };
-    Ok(if parsed.is_deep() {
-        crate::parse::on_big_stack(build)
-    } else {
-        build()
-    })
 }
 
 /// Whether the receiver of `call` is a weight `caller` holds, or an object
