@@ -319,7 +319,7 @@ fn step_to(to: &FunctionRef, call: &CallFact, handed_to: Option<&str>) -> Step {
 /// The name the call writes for `callee`'s parameter `param`, if a bare
 /// name: by position (after the receiver, for a method called on an
 /// instance) or by keyword.
-fn argument_name<'v>(
+pub(super) fn argument_name<'v>(
     values: &'v CallValues,
     call: &CallFact,
     callee: &FunctionFact,

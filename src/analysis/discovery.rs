@@ -53,11 +53,20 @@ impl ProjectIndex<'_> {
                     if !unresolved.contains(&at) {
                         continue;
                     }
-                    let targets =
+                    let mut targets =
                         self.functions_of(module, registration.scope, &registration.value, 0);
                     let backward = registration
                         .backward
                         .then(|| registration.registrar.clone());
+                    if targets.is_empty() {
+                        // A helper that registers its parameter: what its
+                        // callers pass there.
+                        let passed = self.passed_to_registrar(module, registration, &backward);
+                        for (function, why) in passed {
+                            discovered.add_function(&function.0, function.1, &why);
+                            targets.push(function);
+                        }
+                    }
                     let why = Found {
                         how: "registration",
                         detail: match &backward {
@@ -91,6 +100,13 @@ impl ProjectIndex<'_> {
                     let mut evidence = Vec::new();
                     self.applied_by_hook(&hook_module, hook, &mut discovered, &mut evidence);
                     self.keep_step_evidence(evidence);
+                    self.passed_to_closure(
+                        &hook_module,
+                        hook,
+                        module,
+                        registration,
+                        &mut discovered,
+                    );
                     // Closures it makes run on the module's behalf later
                     // (handed to an autograd Function, a tensor hook).
                     let start = hook_module.functions[hook].start;

@@ -58,6 +58,7 @@ pub mod module_facts;
 pub mod module_finder;
 pub mod module_names;
 pub mod neighbourhood;
+pub mod passed;
 pub mod prefilter;
 pub mod project;
 pub mod reached;

@@ -33,10 +33,16 @@ pub struct ModuleCache {
     /// For each import root: the files below it that define each name with
     /// `def`, read once per run (see `ProjectIndex::project_definers`).
     pub(crate) definers: Mutex<HashMap<PathBuf, Definers>>,
+    /// For each import root and name: the files below it whose text calls
+    /// that name (see `ProjectIndex::passed_for`), read once per run.
+    pub(crate) callers: Mutex<HashMap<(PathBuf, Box<str>), Callers>>,
 }
 
 /// The files that define each name with `def`.
 pub(crate) type Definers = Arc<HashMap<Box<str>, Vec<PathBuf>>>;
+
+/// The files whose text calls a name.
+pub(crate) type Callers = Arc<[PathBuf]>;
 
 impl ModuleCache {
     /// A cache whose reads are confined by `confinement`.

@@ -1,0 +1,291 @@
+//! Hooks a helper registers for its callers: the functions the project
+//! passes by name to a parameter the helper registers
+//! (`def add(m, fn): m.register_forward_pre_hook(fn)`), or calls from a
+//! closure it registers (`def wrapped(*a): return fn(*a)`, a hook that can
+//! be switched off). Those functions run as the hook runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::analysis::applied::argument_name;
+use crate::analysis::hook_values::Value;
+use crate::analysis::installs::Registration;
+use crate::analysis::module_facts::{Callee, ModuleFacts};
+use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::found::{Discovered, Found};
+
+/// How many helpers deep a name passed on as a parameter is followed
+/// (`outer(fn)` calling `add(m, fn)`).
+const MOST_PASSED_DEPTH: usize = 2;
+
+/// A function passed to a helper by name, with the call that passes it.
+pub(super) struct Passed {
+    pub(super) function: FunctionRef,
+    pub(super) path: PathBuf,
+    pub(super) line: usize,
+}
+
+impl ProjectIndex<'_> {
+    /// The functions registered through `registration` where it registers
+    /// a parameter of the helper it stands in (`m.register_forward_hook(fn)`
+    /// in `def add(m, fn)`): what the helper's callers pass there, each with
+    /// why (`backward`: the registrar, where it is a backward one).
+    pub(super) fn passed_to_registrar(
+        &self,
+        module: &Arc<ModuleFacts>,
+        registration: &Registration,
+        backward: &Option<String>,
+    ) -> Vec<(FunctionRef, Found)> {
+        // A parameter reads as `Other` (no function of the file).
+        let (Value::Name(name) | Value::Local(name) | Value::Other(name)) = &registration.value
+        else {
+            return Vec::new();
+        };
+        let Some(scope) = registration.scope else {
+            return Vec::new();
+        };
+        let helper = &module.functions[scope];
+        let Some(param) = helper.parameters.iter().position(|p| p == name) else {
+            return Vec::new();
+        };
+        let registrar = match backward {
+            Some(registrar) => format!("registered with {registrar}"),
+            None => "registered".to_owned(),
+        };
+        self.passed_for(&(Arc::clone(module), scope), param)
+            .into_iter()
+            .map(|passed| {
+                let why = Found {
+                    how: "registration",
+                    detail: format!(
+                        "{registrar} through {} at {}:{} (its parameter `{name}`), passed at {}:{}",
+                        helper.qualname,
+                        module.path.display(),
+                        registration.line,
+                        passed.path.display(),
+                        passed.line
+                    ),
+                    path: passed.path.clone(),
+                    line: passed.line,
+                    backward: backward.clone(),
+                };
+                (passed.function, why)
+            })
+            .collect()
+    }
+
+    /// The functions a registered closure `hook` calls through a parameter
+    /// of the helper that makes it (`def wrapped(*a): return fn(*a)` in
+    /// `def add(m, fn)`): what the helper's callers pass there run as the
+    /// hook runs. Recorded as found by use.
+    pub(super) fn passed_to_closure(
+        &self,
+        hook_module: &Arc<ModuleFacts>,
+        hook: usize,
+        module: &ModuleFacts,
+        registration: &Registration,
+        discovered: &mut Discovered,
+    ) {
+        let closure = &hook_module.functions[hook];
+        let Some(helper) = closure
+            .outer
+            .and_then(|start| hook_module.function_starting(start))
+        else {
+            return;
+        };
+        let helper_fact = &hook_module.functions[helper];
+        for call in &closure.calls {
+            let Callee::Name(name) = &call.callee else {
+                continue;
+            };
+            if call.through.is_some() || closure.parameters.contains(name) {
+                continue;
+            }
+            let Some(param) = helper_fact.parameters.iter().position(|p| p == name) else {
+                continue;
+            };
+            for passed in self.passed_for(&(Arc::clone(hook_module), helper), param) {
+                let why = Found {
+                    how: "registration",
+                    detail: format!(
+                        "called as `{name}` by the hook {} registered at {}:{}, passed to {} at {}:{}",
+                        closure.qualname,
+                        module.path.display(),
+                        registration.line,
+                        helper_fact.qualname,
+                        passed.path.display(),
+                        passed.line
+                    ),
+                    path: passed.path.clone(),
+                    line: passed.line,
+                    backward: None,
+                };
+                discovered.add_function(&passed.function.0, passed.function.1, &why);
+            }
+        }
+    }
+
+    /// The project functions passed by name (a bare name, by position or
+    /// keyword) for parameter `param` of `helper`, by any call of it below
+    /// its import root; a name that is a parameter of the calling function
+    /// is followed to that function's callers in turn.
+    pub(super) fn passed_for(&self, helper: &FunctionRef, param: usize) -> Vec<Passed> {
+        let mut found = Vec::new();
+        self.passed_into(helper, param, 0, &mut found);
+        found
+    }
+
+    fn passed_into(
+        &self,
+        helper: &FunctionRef,
+        param: usize,
+        depth: usize,
+        found: &mut Vec<Passed>,
+    ) {
+        let fact = &helper.0.functions[helper.1];
+        for module in self.modules_calling(&helper.0, &fact.name) {
+            for (index, function) in module.functions.iter().enumerate() {
+                let mut caller = None;
+                for (i, call) in function.calls.iter().enumerate() {
+                    let named = match &call.callee {
+                        Callee::Name(name) => *name == fact.name,
+                        Callee::Method { method, .. } => *method == fact.name,
+                    };
+                    if !named || call.through.is_some() {
+                        continue;
+                    }
+                    let caller =
+                        caller.get_or_insert_with(|| self.caller(&(Arc::clone(&module), index)));
+                    if !caller
+                        .callees(i)
+                        .iter()
+                        .any(|t| t.1 == helper.1 && t.0.path == helper.0.path)
+                    {
+                        continue;
+                    }
+                    let Some(values) = function.local.call_at(call.start) else {
+                        continue;
+                    };
+                    let Some(name) = argument_name(values, call, fact, param) else {
+                        continue;
+                    };
+                    if let Some(passed_on) = function.parameters.iter().position(|p| p == name) {
+                        if depth < MOST_PASSED_DEPTH {
+                            self.passed_into(
+                                &(Arc::clone(&module), index),
+                                passed_on,
+                                depth + 1,
+                                found,
+                            );
+                        }
+                        continue;
+                    }
+                    for target in module.functions_visible(name, Some(index)) {
+                        if !found
+                            .iter()
+                            .any(|p| p.function.1 == target && p.function.0.path == module.path)
+                        {
+                            found.push(Passed {
+                                function: (Arc::clone(&module), target),
+                                path: module.path.clone(),
+                                line: call.line,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The modules that may call `name`: those indexed, and every file
+    /// below `module`'s import root whose text calls it (`name(`), read
+    /// once per run and name.
+    fn modules_calling(&self, module: &Arc<ModuleFacts>, name: &str) -> Vec<Arc<ModuleFacts>> {
+        let mut modules: Vec<Arc<ModuleFacts>> = self.modules.clone();
+        let Some(root) = &module.import_root else {
+            return modules;
+        };
+        for file in self.files_calling(root, name).iter() {
+            if modules.iter().any(|m| m.path == *file) || !self.loaded.confinement.allows(file) {
+                continue;
+            }
+            if let Some(loaded) = self.load(file) {
+                modules.push(loaded);
+            }
+        }
+        modules
+    }
+
+    /// The files below `root` whose text calls `name`, read once per run
+    /// and name.
+    fn files_calling(&self, root: &Path, name: &str) -> Arc<[PathBuf]> {
+        let key = (root.to_path_buf(), Box::<str>::from(name));
+        let lock = || {
+            self.loaded
+                .callers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(known) = lock().get(&key) {
+            return Arc::clone(known);
+        }
+        let top = if root.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            root
+        };
+        let mut found = Vec::new();
+        for entry in ignore::WalkBuilder::new(top).build().filter_map(Result::ok) {
+            if !entry.file_type().is_some_and(|t| t.is_file())
+                || entry.path().extension().is_none_or(|e| e != "py")
+            {
+                continue;
+            }
+            let Ok(text) = crate::source::read_file_limited(
+                entry.path(),
+                crate::source::MAX_SOURCE_BYTES,
+                "a Python source",
+            ) else {
+                continue;
+            };
+            if calls_name(&text, name.as_bytes()) {
+                let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
+                found.push(root.join(below));
+            }
+        }
+        found.sort();
+        let found: Arc<[PathBuf]> = found.into();
+        Arc::clone(lock().entry(key).or_insert(found))
+    }
+}
+
+/// Whether `text` spells a call of `name`: the name, not inside a longer
+/// one, then `(` after blanks.
+fn calls_name(text: &[u8], name: &[u8]) -> bool {
+    let identifier = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    memchr::memmem::find_iter(text, name).any(|at| {
+        let before = at.checked_sub(1).map(|i| text[i]);
+        if before.is_some_and(identifier) {
+            return false;
+        }
+        text[at + name.len()..]
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t'))
+            .is_some_and(|&b| b == b'(')
+            && !text.get(at + name.len()).copied().is_some_and(identifier)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_name;
+
+    #[test]
+    fn a_call_is_the_name_then_a_parenthesis() {
+        assert!(calls_name(b"x = add_hook(m, f)", b"add_hook"));
+        assert!(calls_name(b"self.add_hook (m, f)", b"add_hook"));
+        assert!(!calls_name(b"readd_hook(m, f)", b"add_hook"));
+        assert!(!calls_name(b"add_hooks(m, f)", b"add_hook"));
+        assert!(!calls_name(b"def_add_hook = add_hook", b"add_hook"));
+    }
+}
