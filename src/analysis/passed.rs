@@ -18,6 +18,10 @@ use crate::found::{Discovered, Found};
 /// (`outer(fn)` calling `add(m, fn)`).
 const MOST_PASSED_DEPTH: usize = 2;
 
+/// Most files read for the callers of one helper: a helper whose name many
+/// files call (`register(...)`) is looked for in the indexed modules only.
+const MOST_CALLING_FILES: usize = 256;
+
 /// A function passed to a helper by name, with the call that passes it.
 pub(super) struct Passed {
     pub(super) function: FunctionRef,
@@ -199,13 +203,17 @@ impl ProjectIndex<'_> {
 
     /// The modules that may call `name`: those indexed, and every file
     /// below `module`'s import root whose text calls it (`name(`), read
-    /// once per run and name.
+    /// once per run and name (at most [`MOST_CALLING_FILES`] of them).
     fn modules_calling(&self, module: &Arc<ModuleFacts>, name: &str) -> Vec<Arc<ModuleFacts>> {
         let mut modules: Vec<Arc<ModuleFacts>> = self.modules.clone();
         let Some(root) = &module.import_root else {
             return modules;
         };
-        for file in self.files_calling(root, name).iter() {
+        let files = self.files_calling(root, name);
+        if files.len() > MOST_CALLING_FILES {
+            return modules;
+        }
+        for file in files.iter() {
             if modules.iter().any(|m| m.path == *file) || !self.loaded.confinement.allows(file) {
                 continue;
             }
