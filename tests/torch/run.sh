@@ -42,6 +42,11 @@
 #    verdict_backward.py; as negative controls, the verdict must fail on the
 #    summary doctored by doctor_backward.py (a hook fenced in the file, a
 #    fence that costs no graph break).
+#    applied_backward.py: a hook hands a helper an autograd Function and a
+#    closure the Function calls at backward time; --check fails on it,
+#    --apply fences the hook and the closure, and the fenced file compiles
+#    to eager's gradients with the closure marked (the pristine file's is
+#    not: a negative control).
 # Prints PASS/FAIL per check and, last, "N passed, M failed"; exits 1 on any
 # failure. The figures go to stdout and to $CACHE/torch-tier/ (JSON + table).
 # HOOKFENCE_KEEP=1 keeps the temp dir.
@@ -287,6 +292,21 @@ else
   fail "decorate: compile_backward.py ran" "compile-backward"
   tail -25 "$WORK/logs/compile-backward.err"
 fi
+
+# ---- what a hook runs at backward time (discovered_by: applied) ------------
+# applied_backward.py: a hook hands a helper an autograd Function and a
+# closure the Function calls at backward time. --check fails on it, --apply
+# fences the hook and the closure, and the fenced file still runs: eager and
+# torch.compile give the same gradients, the closure runs once per backward
+# and carries dynamo's marker (which the pristine file's does not).
+cp "$HERE/applied_backward.py" "$WORK/applied_backward.py"
+check_fails "applied: --check fails before --apply" "$HOOKFENCE" --check "$WORK/applied_backward.py"
+check "applied: hookfence --apply" "$HOOKFENCE" --apply "$WORK/applied_backward.py"
+check "applied: the fenced closure compiles to eager's gradients" \
+  "$PY" "$WORK/applied_backward.py" --expect-fenced
+check "applied: the pristine file runs the same" "$PY" "$HERE/applied_backward.py"
+check_fails "applied: the pristine file's closure carries no marker" \
+  "$PY" "$HERE/applied_backward.py" --expect-fenced
 
 # ---- negative controls: remove one fence, the checks must notice ----------
 for s in "${STRATEGIES[@]}"; do
