@@ -18,10 +18,11 @@
 
 use std::sync::Arc;
 
-use crate::analysis::effects::judge::judge;
+use crate::analysis::effects::judge::{Role, judge, judge_with, roles_with_defaults};
 use crate::analysis::effects::local::{ArgumentAt, CallValues};
-use crate::analysis::effects::record::{Effect, Link};
-use crate::analysis::effects::value::Root;
+use crate::analysis::effects::record::{Effect, Link, Summary, Target};
+use crate::analysis::effects::value::{Root, Vals};
+use crate::analysis::hook_values::Value;
 use crate::analysis::module_facts::{CallFact, Callee, FunctionFact, ModuleFacts};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::reached::{Step, Through};
@@ -43,12 +44,24 @@ impl ProjectIndex<'_> {
         let function = &module.functions[hook];
         let at = (Arc::clone(module), hook);
         let caller = self.caller(&at);
+        let module_param = module_parameter(function);
         for (i, call) in function.calls.iter().enumerate() {
             let applied =
                 matches!(&call.through, Some(Through::HandedTo(to)) if to.ends_with(".apply"));
             for target in caller.callees(i) {
                 let fact = &target.0.functions[target.1];
                 if applied && fact.name == "backward" {
+                    // What the hook passes `Fn.apply` (none where it hands
+                    // `Fn.apply` over): is argument k the hook's module?
+                    let values = function
+                        .local
+                        .call_at(call.start)
+                        .filter(|v| v.start == call.start);
+                    let is_module = |k: usize| {
+                        values
+                            .and_then(|v| v.positional.get(k))
+                            .is_some_and(|vals| names_parameter(vals, module_param))
+                    };
                     let why = self.why_applied(
                         module,
                         function,
@@ -56,29 +69,39 @@ impl ProjectIndex<'_> {
                         &format!("the backward of {}", class_of(target)),
                         None,
                     );
-                    self.keep_if_offload(target, &why, None, discovered, evidence_found);
+                    let evidence = self.backward_evidence(target, &is_module);
+                    self.keep_if_offload(target, &why, None, evidence, discovered, evidence_found);
                     // `Fn.apply(module, run_later, out)`: what it hands
-                    // the Function to call at backward time.
-                    let values = function.local.call_at(call.start);
-                    for (position, attr) in self.relayed(target) {
-                        let name = values.and_then(|v| v.name_at(&ArgumentAt::Position(position)));
-                        for later in name.map(|n| visible(module, n, hook)).unwrap_or_default() {
+                    // the Function to call at backward time, with the
+                    // module.
+                    let to = match &call.through {
+                        Some(Through::HandedTo(to)) => Some(to.as_str()),
+                        _ => None,
+                    };
+                    for relay in self.relayed(target) {
+                        if !relay.passes.is_some_and(&is_module) && !relay.captured {
+                            continue;
+                        }
+                        let name =
+                            values.and_then(|v| v.name_at(&ArgumentAt::Position(relay.position)));
+                        for later in name
+                            .map(|n| self.named_at(module, n, hook))
+                            .unwrap_or_default()
+                        {
                             let why = self.why_applied(
                                 module,
                                 function,
                                 call,
-                                &format!("ctx.{attr} of {}.backward", class_of(target)),
+                                &format!("ctx.{} of {}.backward", relay.attr, class_of(target)),
                                 None,
                             );
-                            let to = match &call.through {
-                                Some(Through::HandedTo(to)) => Some(to.as_str()),
-                                _ => None,
-                            };
                             let chain = [step_to(target, call, to), step_to(&later, call, None)];
+                            let evidence = self.judged(&later);
                             self.keep_if_offload(
                                 &later,
                                 &why,
                                 Some((&at, &chain)),
+                                evidence,
                                 discovered,
                                 evidence_found,
                             );
@@ -126,9 +149,12 @@ impl ProjectIndex<'_> {
             else {
                 continue;
             };
-            let Some(class) = argument_name(values, call, helper_fact, class_param) else {
+            let Some(class) =
+                argument_name(values, call, helper_fact, class_param, module, function)
+            else {
                 continue;
             };
+            let module_param = module_parameter(function);
             let inner_values = helper_fact.local.call_at(inner.start);
             for (class_module, class_name) in self.classes_named(module, class) {
                 let backwards = self.method_of(
@@ -138,28 +164,45 @@ impl ProjectIndex<'_> {
                     &mut std::collections::HashSet::new(),
                 );
                 for backward in backwards {
-                    for (position, attr) in self.relayed(&backward) {
-                        // The helper's parameter handed on there, and what
-                        // the hook passes for it.
-                        let params = inner_values
-                            .and_then(|v| v.positional.get(position))
-                            .into_iter()
-                            .flat_map(|vals| vals.iter())
-                            .filter(|v| v.attr.is_none())
-                            .filter_map(|v| match v.root {
-                                Root::Param(j) => Some(j as usize),
-                                _ => None,
+                    for relay in self.relayed(&backward) {
+                        // What the helper hands on at `position` of the
+                        // apply, as the helper's parameter.
+                        let helper_param = |position: usize| -> Vec<usize> {
+                            inner_values
+                                .and_then(|v| v.positional.get(position))
+                                .into_iter()
+                                .flat_map(|vals| vals.iter())
+                                .filter(|v| v.attr.is_none())
+                                .filter_map(|v| match v.root {
+                                    Root::Param(j) => Some(j as usize),
+                                    _ => None,
+                                })
+                                .collect()
+                        };
+                        // The backward hands the function the module: what
+                        // the hook passes the helper there.
+                        let with_module = relay.captured
+                            || relay.passes.is_some_and(|k| {
+                                helper_param(k).into_iter().any(|j| {
+                                    argument_vals(values, call, helper_fact, j, module, function)
+                                        .is_some_and(|vals| names_parameter(vals, module_param))
+                                })
                             });
-                        for param in params.collect::<Vec<_>>() {
-                            let Some(name) = argument_name(values, call, helper_fact, param) else {
+                        if !with_module {
+                            continue;
+                        }
+                        for param in helper_param(relay.position) {
+                            let Some(name) =
+                                argument_name(values, call, helper_fact, param, module, function)
+                            else {
                                 continue;
                             };
-                            for later in visible(module, name, hook) {
+                            for later in self.named_at(module, name, hook) {
                                 let why = self.why_applied(
                                     module,
                                     function,
                                     call,
-                                    &format!("ctx.{attr} of {class_name}.backward"),
+                                    &format!("ctx.{} of {class_name}.backward", relay.attr),
                                     Some(&helper_fact.qualname),
                                 );
                                 let chain = [
@@ -167,10 +210,12 @@ impl ProjectIndex<'_> {
                                     step_to(&backward, inner, Some(to)),
                                     step_to(&later, inner, None),
                                 ];
+                                let evidence = self.judged(&later);
                                 self.keep_if_offload(
                                     &later,
                                     &why,
                                     Some((at, &chain)),
+                                    evidence,
                                     discovered,
                                     evidence_found,
                                 );
@@ -182,11 +227,11 @@ impl ProjectIndex<'_> {
         }
     }
 
-    /// The positions among `Fn.apply`'s arguments of the functions
-    /// `backward` (a Function's) calls at backward time: its `forward`
-    /// saves its parameter on `ctx` (`ctx.run = run`) and `backward` calls
-    /// that attribute (`ctx.run(ctx.module)`). With the attribute.
-    fn relayed(&self, backward: &FunctionRef) -> Vec<(usize, String)> {
+    /// What `backward` (a Function's) calls at backward time through `ctx`:
+    /// its `forward` saves its parameter there (`ctx.run = run`) and
+    /// `backward` calls that attribute handing it another one
+    /// (`ctx.run(ctx.module)`), not a gradient.
+    fn relayed(&self, backward: &FunctionRef) -> Vec<Relay> {
         let fact = &backward.0.functions[backward.1];
         let Some(ctx) = fact.parameters.first() else {
             return Vec::new();
@@ -200,37 +245,151 @@ impl ProjectIndex<'_> {
             "forward",
             &mut std::collections::HashSet::new(),
         );
-        let called: Vec<&str> = fact
+        // The attributes called, each with the attribute its first
+        // argument is (`ctx.module`).
+        let called: Vec<(&str, &str)> = fact
             .calls
             .iter()
             .filter_map(|c| match &c.callee {
                 Callee::Method {
                     receiver: Some(r),
                     method,
-                } if r == ctx && c.through.is_none() => Some(method.as_str()),
+                } if r == ctx && c.through.is_none() => {
+                    let first = fact.local.call_at(c.start)?.positional.first()?;
+                    let handed = first.iter().find_map(|v| match (&v.root, &v.attr) {
+                        (Root::Param(0), Some(attr)) => Some(&**attr),
+                        _ => None,
+                    })?;
+                    Some((method.as_str(), handed))
+                }
                 _ => None,
             })
             .collect();
-        let mut found = Vec::new();
+        let mut found: Vec<Relay> = Vec::new();
         for forward in forwards {
-            let forward_fact = &forward.0.functions[forward.1];
-            for (attr, vals) in &forward_fact.local.first_param_stores {
-                if !called.contains(&&**attr) {
+            let stores = &forward.0.functions[forward.1].local.first_param_stores;
+            for (attr, vals) in stores {
+                let Some(&(_, handed)) = called.iter().find(|(a, _)| *a == &**attr) else {
                     continue;
+                };
+                let handed_vals = stores
+                    .iter()
+                    .filter(|(a, _)| &**a == handed)
+                    .flat_map(|(_, v)| v.iter());
+                let (mut passes, mut captured) = (None, false);
+                for val in handed_vals.filter(|v| v.attr.is_none()) {
+                    match val.root {
+                        Root::Param(k) if k > 0 => passes = passes.or(Some(k as usize - 1)),
+                        Root::Outer(_) => captured = true,
+                        _ => {}
+                    }
                 }
                 for val in vals.iter().filter(|v| v.attr.is_none()) {
                     // `forward(ctx, *args)`: its parameter k is
                     // `apply`'s argument k - 1.
                     if let Root::Param(k) = val.root
                         && k > 0
-                        && !found.iter().any(|(p, _)| *p == k as usize - 1)
+                        && !found.iter().any(|r| r.position == k as usize - 1)
                     {
-                        found.push((k as usize - 1, attr.to_string()));
+                        found.push(Relay {
+                            position: k as usize - 1,
+                            attr: attr.to_string(),
+                            passes,
+                            captured,
+                        });
                     }
                 }
             }
         }
         found
+    }
+
+    /// The evidence of a Function's `backward` applied by a hook, judged on
+    /// what its `forward` kept on `ctx` of the module: an attribute set to
+    /// a name of a function around it (`ctx.module = module`, the module
+    /// being registered) or to `apply`'s argument k where `is_module(k)`;
+    /// and what it does to state held around it. What it does to the
+    /// gradients, or to activations saved on `ctx`, is compute.
+    fn backward_evidence(
+        &self,
+        backward: &FunctionRef,
+        is_module: &dyn Fn(usize) -> bool,
+    ) -> Option<Effect> {
+        let fact = &backward.0.functions[backward.1];
+        let class = fact.self_class.as_deref()?;
+        let forwards = self.method_of(
+            &backward.0,
+            class,
+            "forward",
+            &mut std::collections::HashSet::new(),
+        );
+        let mut held: Vec<&str> = Vec::new();
+        for forward in &forwards {
+            for (attr, vals) in &forward.0.functions[forward.1].local.first_param_stores {
+                let of_module = vals
+                    .iter()
+                    .filter(|v| v.attr.is_none())
+                    .any(|v| match v.root {
+                        Root::Outer(_) => true,
+                        Root::Param(k) => k > 0 && is_module(k as usize - 1),
+                        _ => false,
+                    });
+                if of_module {
+                    held.push(attr);
+                }
+            }
+        }
+        let summary = self.summary(backward);
+        let kept = Summary {
+            effects: summary
+                .effects
+                .iter()
+                .filter(|e| match &e.target {
+                    Target::Param {
+                        index: 0,
+                        attr: Some(attr),
+                        ..
+                    } => held.contains(&&**attr),
+                    Target::Captured { .. } | Target::Global(_) => true,
+                    _ => false,
+                })
+                .cloned()
+                .collect(),
+            measures: summary.measures,
+            ..Default::default()
+        };
+        if kept.effects.is_empty() {
+            return None;
+        }
+        let mut roles = vec![Role::Module];
+        roles.resize(fact.parameters.len().max(1), Role::Activation);
+        judge_with(&kept, &backward.0, fact, &roles).evidence
+    }
+
+    /// `function` judged as a hook (its first parameter the module).
+    fn judged(&self, function: &FunctionRef) -> Option<Effect> {
+        let fact = &function.0.functions[function.1];
+        judge(&self.summary(function), &function.0, fact).evidence
+    }
+
+    /// The functions a name means where `function` of `module` passes it:
+    /// what the function assigned to it, else what it names (a def around
+    /// it, a module-level one, an import).
+    pub(super) fn named_at(
+        &self,
+        module: &Arc<ModuleFacts>,
+        name: &str,
+        function: usize,
+    ) -> Vec<FunctionRef> {
+        let fact = &module.functions[function];
+        let value = if fact.assigned.iter().any(|(n, _)| n == name)
+            || fact.parameters.iter().any(|p| p == name)
+        {
+            Value::Local(name.to_owned())
+        } else {
+            Value::Name(name.to_owned())
+        };
+        self.functions_of(module, Some(function), &value, 0)
     }
 
     /// Why a function the hook hands on is a hook: `what` runs it.
@@ -265,12 +424,11 @@ impl ProjectIndex<'_> {
         function: &FunctionRef,
         why: &Found,
         handed_by: Option<(&FunctionRef, &[Step])>,
+        evidence: Option<Effect>,
         discovered: &mut Discovered,
         evidence_found: &mut Vec<StepEvidence>,
     ) {
-        let fact = &function.0.functions[function.1];
-        let summary = self.summary(function);
-        let Some(evidence) = judge(&summary, &function.0, fact).evidence else {
+        let Some(evidence) = evidence else {
             return;
         };
         discovered.add_function(&function.0, function.1, why);
@@ -295,6 +453,38 @@ impl ProjectIndex<'_> {
     }
 }
 
+/// A function a Function's `backward` calls through `ctx`.
+struct Relay {
+    /// Its position among `apply`'s arguments.
+    position: usize,
+    /// The attribute of `ctx` it is kept in.
+    attr: String,
+    /// The position among `apply`'s arguments of what `backward` hands it.
+    passes: Option<usize>,
+    /// What `backward` hands it is a name of a function around the
+    /// Function (the module being registered).
+    captured: bool,
+}
+
+/// The index of a hook's parameter that torch binds to the module.
+fn module_parameter(hook: &FunctionFact) -> Option<usize> {
+    roles_with_defaults(
+        &hook.parameters,
+        &hook.defaulted,
+        hook.is_method && !hook.static_method,
+    )
+    .iter()
+    .position(|r| *r == Role::Module)
+}
+
+/// Whether `vals` is the parameter `param` itself.
+fn names_parameter(vals: &Vals, param: Option<usize>) -> bool {
+    param.is_some_and(|p| {
+        vals.iter()
+            .any(|v| v.attr.is_none() && v.root == Root::Param(p as u16))
+    })
+}
+
 /// The class a method belongs to, for the reason a user reads.
 fn class_of(method: &FunctionRef) -> String {
     let fact = &method.0.functions[method.1];
@@ -316,29 +506,70 @@ fn step_to(to: &FunctionRef, call: &CallFact, handed_to: Option<&str>) -> Step {
     }
 }
 
+/// Where the call writes `callee`'s parameter `param`: its position among
+/// the positional arguments (after the receiver, for a method called on an
+/// instance, not on its class) and its keyword.
+fn argument_at<'c>(
+    call: &CallFact,
+    callee: &'c FunctionFact,
+    param: usize,
+    module: &ModuleFacts,
+    caller: &FunctionFact,
+) -> (Option<usize>, Option<&'c str>) {
+    let on_class = match &call.callee {
+        Callee::Method {
+            receiver: Some(r), ..
+        } => {
+            module.classes.contains_key(r.as_str())
+                || (!r.contains('.')
+                    && r.starts_with(|c: char| c.is_ascii_uppercase())
+                    && !caller.parameters.iter().any(|p| p == r)
+                    && !caller.locals.contains_key(r.as_str()))
+        }
+        _ => false,
+    };
+    let bound = callee.is_method
+        && !callee.static_method
+        && matches!(call.callee, Callee::Method { .. })
+        && (callee.class_method || !on_class);
+    (
+        param.checked_sub(usize::from(bound)),
+        callee.parameters.get(param).map(String::as_str),
+    )
+}
+
 /// The name the call writes for `callee`'s parameter `param`, if a bare
-/// name: by position (after the receiver, for a method called on an
-/// instance) or by keyword.
+/// name: by position or by keyword.
 pub(super) fn argument_name<'v>(
     values: &'v CallValues,
     call: &CallFact,
     callee: &FunctionFact,
     param: usize,
+    module: &ModuleFacts,
+    caller: &FunctionFact,
 ) -> Option<&'v str> {
-    let bound =
-        callee.is_method && !callee.static_method && matches!(call.callee, Callee::Method { .. });
-    let position = param.checked_sub(usize::from(bound))?;
-    values.name_at(&ArgumentAt::Position(position)).or_else(|| {
-        let keyword = callee.parameters.get(param)?;
-        values.name_at(&ArgumentAt::Keyword(keyword.as_str().into()))
-    })
+    let (position, keyword) = argument_at(call, callee, param, module, caller);
+    position
+        .and_then(|p| values.name_at(&ArgumentAt::Position(p)))
+        .or_else(|| values.name_at(&ArgumentAt::Keyword(keyword?.into())))
 }
 
-/// The functions named `name` that code in `function` sees.
-fn visible(module: &Arc<ModuleFacts>, name: &str, function: usize) -> Vec<FunctionRef> {
-    module
-        .functions_visible(name, Some(function))
-        .into_iter()
-        .map(|i| (Arc::clone(module), i))
-        .collect()
+/// The values the call passes for `callee`'s parameter `param`.
+fn argument_vals<'v>(
+    values: &'v CallValues,
+    call: &CallFact,
+    callee: &FunctionFact,
+    param: usize,
+    module: &ModuleFacts,
+    caller: &FunctionFact,
+) -> Option<&'v Vals> {
+    let (position, keyword) = argument_at(call, callee, param, module, caller);
+    position.and_then(|p| values.positional.get(p)).or_else(|| {
+        let keyword = keyword?;
+        values
+            .keywords
+            .iter()
+            .find(|(k, _)| &**k == keyword)
+            .map(|(_, v)| v)
+    })
 }

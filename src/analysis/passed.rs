@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::analysis::applied::argument_name;
+use crate::analysis::effects::value::Root;
 use crate::analysis::hook_values::Value;
 use crate::analysis::installs::Registration;
 use crate::analysis::module_facts::{Callee, ModuleFacts};
@@ -108,6 +109,19 @@ impl ProjectIndex<'_> {
             let Some(param) = helper_fact.parameters.iter().position(|p| p == name) else {
                 continue;
             };
+            // Run as the hook: handed what torch hands the closure (its first
+            // parameter first, or its `*args` passed on), not one input.
+            let passes_on = closure.local.call_at(call.start).is_some_and(|values| {
+                match values.positional.first() {
+                    Some(first) => first
+                        .iter()
+                        .any(|v| v.attr.is_none() && v.root == Root::Param(0)),
+                    None => values.splat && closure.splats.first() == Some(&true),
+                }
+            });
+            if !passes_on {
+                continue;
+            }
             for passed in self.passed_for(&(Arc::clone(hook_module), helper), param) {
                 let why = Found {
                     how: "registration",
@@ -170,7 +184,8 @@ impl ProjectIndex<'_> {
                     let Some(values) = function.local.call_at(call.start) else {
                         continue;
                     };
-                    let Some(name) = argument_name(values, call, fact, param) else {
+                    let Some(name) = argument_name(values, call, fact, param, &module, function)
+                    else {
                         continue;
                     };
                     if let Some(passed_on) = function.parameters.iter().position(|p| p == name) {
@@ -184,13 +199,13 @@ impl ProjectIndex<'_> {
                         }
                         continue;
                     }
-                    for target in module.functions_visible(name, Some(index)) {
+                    for target in self.named_at(&module, name, index) {
                         if !found
                             .iter()
-                            .any(|p| p.function.1 == target && p.function.0.path == module.path)
+                            .any(|p| p.function.1 == target.1 && p.function.0.path == target.0.path)
                         {
                             found.push(Passed {
-                                function: (Arc::clone(&module), target),
+                                function: target,
                                 path: module.path.clone(),
                                 line: call.line,
                             });

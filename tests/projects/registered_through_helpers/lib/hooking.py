@@ -17,6 +17,13 @@ class HookOwner:
 
         return layer.register_forward_hook(gate)
 
+    def each_input(self, layer, fn):
+        # Hands `fn` each input, not the module: not a hook of its own.
+        def per_input(mod, args):
+            return tuple(fn(a) for a in args)
+
+        return layer.register_forward_pre_hook(per_input)
+
     def remember(self, layer, fn):
         self.kept = (layer, fn)
 

@@ -22,6 +22,18 @@ def park(layer, args):
     layer.to("meta")
 
 
+def inputs_to_device(t):
+    return t.to("cuda")
+
+
+def warm(layer, args):
+    layer.to("cuda")
+
+
+def noop_pre(layer, args):
+    return None
+
+
 def scale_out(layer, args, out):
     return out * 2
 
@@ -35,6 +47,18 @@ class Offloader(HookOwner):
             self.attach_gated(layer, scale_out)
             # Only kept, never registered: no hook.
             self.remember(layer, park)
+            self.each_input(layer, inputs_to_device)
+            # Called on the class, the instance passed first.
+            HookOwner.attach_pre(self, layer, warm)
+
+
+
+class Renamed(HookOwner):
+    def install(self, model):
+        # A local name shadows the function of that name: `park` (which
+        # moves weights) is not what is registered.
+        park = noop_pre
+        self.attach_pre(model, park)
 
 
 def install_everywhere(model):
