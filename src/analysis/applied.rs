@@ -516,22 +516,8 @@ fn argument_at<'c>(
     module: &ModuleFacts,
     caller: &FunctionFact,
 ) -> (Option<usize>, Option<&'c str>) {
-    let on_class = match &call.callee {
-        Callee::Method {
-            receiver: Some(r), ..
-        } => {
-            module.classes.contains_key(r.as_str())
-                || (!r.contains('.')
-                    && r.starts_with(|c: char| c.is_ascii_uppercase())
-                    && !caller.parameters.iter().any(|p| p == r)
-                    && !caller.locals.contains_key(r.as_str()))
-        }
-        _ => false,
-    };
-    let bound = callee.is_method
-        && !callee.static_method
-        && matches!(call.callee, Callee::Method { .. })
-        && (callee.class_method || !on_class);
+    let bound = matches!(call.callee, Callee::Method { .. })
+        && crate::analysis::effects::resolve::binds_first_parameter(call, callee, module, caller);
     (
         param.checked_sub(usize::from(bound)),
         callee.parameters.get(param).map(String::as_str),

@@ -391,22 +391,7 @@ fn bind(
     {
         return Bound::Vals(Vals::one(Val::returned(call.start, Some(&class))));
     }
-    let class_receiver = match &call.callee {
-        Callee::Method {
-            receiver: Some(r), ..
-        } => {
-            module.classes.contains_key(r.as_str())
-                || (!r.contains('.')
-                    && r.starts_with(|c: char| c.is_ascii_uppercase())
-                    && !caller.parameters.iter().any(|p| p == r)
-                    && !caller.locals.contains_key(r.as_str()))
-        }
-        _ => false,
-    };
-    // An instance method called on an instance, or a classmethod anyhow:
-    // its first parameter is bound by the call, not passed.
-    let shift =
-        callee.is_method && !callee.static_method && (callee.class_method || !class_receiver);
+    let shift = binds_first_parameter(call, callee, module, caller);
     let position = if shift {
         if param == 0 {
             return match (&call.callee, &values.receiver) {
@@ -644,4 +629,28 @@ pub(super) fn judge_attribute(
         }
         _ => true,
     }
+}
+
+/// Whether `call` binds `callee`'s first parameter itself rather than
+/// passing it: an instance method called on an instance (not on its class,
+/// `Cls.m(obj, ...)`), or a classmethod anyhow.
+pub(crate) fn binds_first_parameter(
+    call: &CallFact,
+    callee: &FunctionFact,
+    module: &ModuleFacts,
+    caller: &FunctionFact,
+) -> bool {
+    let class_receiver = match &call.callee {
+        Callee::Method {
+            receiver: Some(r), ..
+        } => {
+            module.classes.contains_key(r.as_str())
+                || (!r.contains('.')
+                    && r.starts_with(|c: char| c.is_ascii_uppercase())
+                    && !caller.parameters.iter().any(|p| p == r)
+                    && !caller.locals.contains_key(r.as_str()))
+        }
+        _ => false,
+    };
+    callee.is_method && !callee.static_method && (callee.class_method || !class_receiver)
 }
