@@ -94,7 +94,16 @@ impl ProjectIndex<'_> {
                 }
             }
             for registration in module.registrations.iter().filter(|r| !r.backward) {
-                let hooks = self.functions_of(module, registration.scope, &registration.value, 0);
+                let mut hooks =
+                    self.functions_of(module, registration.scope, &registration.value, 0);
+                if hooks.is_empty() {
+                    // Registered through a helper: what its callers pass.
+                    hooks = self
+                        .passed_to_registrar(module, registration, &None)
+                        .into_iter()
+                        .map(|(function, _)| function)
+                        .collect();
+                }
                 for (hook_module, hook) in hooks {
                     self.dispatch_of_hook(&hook_module, hook, true, &mut discovered);
                     let mut evidence = Vec::new();

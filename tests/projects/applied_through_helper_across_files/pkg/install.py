@@ -31,3 +31,19 @@ def add_backward_gather(model, gather_all):
         sub.register_forward_hook(before_backward)
         sub.register_forward_hook(log_backward)
         sub.register_forward_hook(stash)
+
+
+def hook_on(sub, fn):
+    # Registers what it is handed: the hooks below are found through it.
+    return sub.register_forward_hook(fn)
+
+
+def add_backward_reload(model):
+    def reload_before_backward(submodule, inputs, output):
+        def reload(mod):
+            mod.to("cuda", non_blocking=True)
+
+        return each_tensor(submodule, CallLater, reload, output)
+
+    for sub in model.modules():
+        hook_on(sub, reload_before_backward)
