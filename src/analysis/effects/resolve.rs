@@ -654,3 +654,69 @@ pub(crate) fn binds_first_parameter(
     };
     callee.is_method && !callee.static_method && (callee.class_method || !class_receiver)
 }
+
+impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
+    /// Where this function's call `call` applies a custom autograd Function
+    /// (`Fn.apply(a, b, out)`) and reaches its `backward` (`callee`): what
+    /// an attribute of `ctx` the `forward` set to one of its parameters
+    /// (`ctx.act = t`) is in this function's terms, `apply`'s argument for
+    /// that parameter. An activation kept on `ctx` is no module state
+    /// because the backward moves or frees it. `None` for any other target,
+    /// or where the forward keeps something else there.
+    pub(super) fn ctx_held_arguments(
+        &self,
+        call: usize,
+        callee: &FunctionRef,
+    ) -> impl Fn(&Target) -> Option<Vec<Target>> + '_ {
+        let call_fact = &self.function.calls[call];
+        let fact = &callee.0.functions[callee.1];
+        let applied = matches!(&call_fact.through, Some(Through::HandedTo(to)) if to.ends_with(".apply"))
+            && fact.name == "backward";
+        // The real `Fn.apply(...)` call, not a value handed over.
+        let values =
+            self.function.local.call_at(call_fact.start).filter(|v| {
+                applied && v.start == call_fact.start && v.receiver.is_some() && !v.splat
+            });
+        let stores: Vec<(Box<str>, Vals)> = values
+            .and(fact.self_class.as_deref())
+            .and_then(|class| callee.0.classes.get(class))
+            .and_then(|class| {
+                class
+                    .methods
+                    .iter()
+                    .find(|&&m| callee.0.functions[m].name == "forward")
+            })
+            .map(|&forward| callee.0.functions[forward].local.first_param_stores.clone())
+            .unwrap_or_default();
+        move |target: &Target| {
+            let values = values?;
+            let Target::Param {
+                index: 0,
+                attr: Some(attr),
+                ..
+            } = target
+            else {
+                return None;
+            };
+            let kept: Vec<&Val> = stores
+                .iter()
+                .filter(|(a, _)| a == attr)
+                .flat_map(|(_, vals)| vals.iter())
+                .collect();
+            if kept.is_empty() {
+                return None;
+            }
+            let mut found = Vec::new();
+            for val in kept {
+                let (Root::Param(k), None) = (&val.root, &val.attr) else {
+                    return None;
+                };
+                let argument = values.positional.get(usize::from(*k).checked_sub(1)?)?;
+                for v in argument.iter() {
+                    found.extend(self.targets(v, 0));
+                }
+            }
+            Some(found)
+        }
+    }
+}

@@ -592,8 +592,13 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             .loaded
             .summaries
             .count_mapped(summary.effects.len());
+        let ctx_held = self.ctx_held_arguments(call, callee);
         for effect in &summary.effects {
-            for target in self.map_target(&effect.target, effect.acts, call, callee_fact, 0) {
+            let targets = match ctx_held(&effect.target) {
+                Some(targets) => targets,
+                None => self.map_target(&effect.target, effect.acts, call, callee_fact, 0),
+            };
+            for target in targets {
                 effects.push(Effect {
                     target,
                     chain: Some(Arc::new(Link {
