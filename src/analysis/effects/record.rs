@@ -53,6 +53,22 @@ pub struct Link {
     pub next: Option<Arc<Link>>,
 }
 
+impl Drop for Link {
+    /// Unlinks the rest of the chain in a loop: a chain as long as a call
+    /// chain (10,000 links) dropped link by link would recurse once per
+    /// link, past a thread's stack in a debug build.
+    fn drop(&mut self) {
+        let mut next = self.next.take();
+        while let Some(link) = next {
+            next = match Arc::try_unwrap(link) {
+                Ok(mut link) => link.next.take(),
+                // Still shared: whoever holds it drops the rest.
+                Err(_) => None,
+            };
+        }
+    }
+}
+
 /// One effect of a function, with how it is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Effect {
