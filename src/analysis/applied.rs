@@ -131,6 +131,7 @@ impl ProjectIndex<'_> {
         let Some(values) = function.local.call_at(call.start) else {
             return;
         };
+        let module_param = module_parameter(function);
         for inner in &helper_fact.calls {
             let (
                 Some(Through::HandedTo(to)),
@@ -154,7 +155,6 @@ impl ProjectIndex<'_> {
             else {
                 continue;
             };
-            let module_param = module_parameter(function);
             let inner_values = helper_fact.local.call_at(inner.start);
             for (class_module, class_name) in self.classes_named(module, class) {
                 let backwards = self.method_of(
@@ -236,15 +236,7 @@ impl ProjectIndex<'_> {
         let Some(ctx) = fact.parameters.first() else {
             return Vec::new();
         };
-        let Some(class) = fact.self_class.as_deref() else {
-            return Vec::new();
-        };
-        let forwards = self.method_of(
-            &backward.0,
-            class,
-            "forward",
-            &mut std::collections::HashSet::new(),
-        );
+        let forwards = self.forward_beside(backward);
         // The attributes called, each with the attribute its first
         // argument is (`ctx.module`).
         let called: Vec<(&str, &str)> = fact
@@ -316,13 +308,7 @@ impl ProjectIndex<'_> {
         is_module: &dyn Fn(usize) -> bool,
     ) -> Option<Effect> {
         let fact = &backward.0.functions[backward.1];
-        let class = fact.self_class.as_deref()?;
-        let forwards = self.method_of(
-            &backward.0,
-            class,
-            "forward",
-            &mut std::collections::HashSet::new(),
-        );
+        let forwards = self.forward_beside(backward);
         let mut held: Vec<&str> = Vec::new();
         for forward in &forwards {
             for (attr, vals) in &forward.0.functions[forward.1].local.first_param_stores {

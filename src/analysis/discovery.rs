@@ -1,12 +1,12 @@
 //! Hooks found by use: the functions and protocol methods the project's
 //! forward wrappers and register calls reach, which no rule names.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::analysis::module_facts::{CallFact, Callee, ForwardReplacement, ModuleFacts, Value};
-use crate::analysis::project::ProjectIndex;
+use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::vocabulary::{BUILTIN_CONTAINERS, GENERIC_METHODS};
 use crate::found::{Discovered, EntryPoint, Found, identity};
 
@@ -46,9 +46,12 @@ impl ProjectIndex<'_> {
     pub fn discover(&self, unresolved: &HashSet<(PathBuf, usize, usize)>) -> Discovered {
         let mut discovered = Discovered::default();
         for module in &self.modules {
+            // What a helper's callers pass to the registrations of its
+            // parameter, by registration: asked once per registration.
+            let mut passed_by_registration: HashMap<usize, Vec<FunctionRef>> = HashMap::new();
             if !unresolved.is_empty() {
                 let path = identity(&module.path);
-                for registration in &module.registrations {
+                for (index, registration) in module.registrations.iter().enumerate() {
                     let at = (path.clone(), registration.line, registration.column);
                     if !unresolved.contains(&at) {
                         continue;
@@ -65,6 +68,9 @@ impl ProjectIndex<'_> {
                         for (function, why) in passed {
                             discovered.add_function(&function.0, function.1, &why);
                             targets.push(function);
+                        }
+                        if !registration.backward {
+                            passed_by_registration.insert(index, targets.clone());
                         }
                     }
                     let why = Found {
@@ -93,16 +99,24 @@ impl ProjectIndex<'_> {
                     }
                 }
             }
-            for registration in module.registrations.iter().filter(|r| !r.backward) {
+            for (index, registration) in module
+                .registrations
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| !r.backward)
+            {
                 let mut hooks =
                     self.functions_of(module, registration.scope, &registration.value, 0);
                 if hooks.is_empty() {
                     // Registered through a helper: what its callers pass.
-                    hooks = self
-                        .passed_to_registrar(module, registration, &None)
-                        .into_iter()
-                        .map(|(function, _)| function)
-                        .collect();
+                    hooks = match passed_by_registration.remove(&index) {
+                        Some(passed) => passed,
+                        None => self
+                            .passed_to_registrar(module, registration, &None)
+                            .into_iter()
+                            .map(|(function, _)| function)
+                            .collect(),
+                    };
                 }
                 for (hook_module, hook) in hooks {
                     self.dispatch_of_hook(&hook_module, hook, true, &mut discovered);

@@ -261,6 +261,16 @@ impl<'v> ProjectIndex<'v> {
             .collect()
     }
 
+    /// The `forward` of the class `method` (a custom autograd Function's
+    /// `backward`, say) is defined in, its bases followed: where what a
+    /// `forward` kept on `ctx` is read back.
+    pub(super) fn forward_beside(&self, method: &FunctionRef) -> Vec<FunctionRef> {
+        let Some(class) = method.0.functions[method.1].self_class.as_deref() else {
+            return Vec::new();
+        };
+        self.method_of(&method.0, class, "forward", &mut HashSet::new())
+    }
+
     /// The method `method` of class `class` in `module`, or of its bases.
     pub(super) fn method_of(
         &self,

@@ -223,16 +223,15 @@ impl Summaries {
     /// module the summaries were not computed over (a later round, which
     /// indexes more), every summary is dropped; over the same modules or
     /// fewer (a run on one file after its project was read for context),
-    /// every one is kept. Whether they were dropped.
-    pub fn start_index(&self, modules: &[&Path]) -> bool {
+    /// every one is kept.
+    pub fn start_index(&self, modules: &[&Path]) {
         let mut memo = self.lock();
         if modules.iter().all(|m| memo.modules.contains(*m)) {
-            return false;
+            return;
         }
         memo.modules = modules.iter().map(|m| m.to_path_buf()).collect();
         memo.done.clear();
         memo.lists.clear();
-        true
     }
 
     /// How many functions have been summarised so far.

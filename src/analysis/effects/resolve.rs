@@ -677,17 +677,20 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             self.function.local.call_at(call_fact.start).filter(|v| {
                 applied && v.start == call_fact.start && v.receiver.is_some() && !v.splat
             });
-        let stores: Vec<(Box<str>, Vals)> = values
-            .and(fact.self_class.as_deref())
-            .and_then(|class| callee.0.classes.get(class))
-            .and_then(|class| {
-                class
-                    .methods
-                    .iter()
-                    .find(|&&m| callee.0.functions[m].name == "forward")
-            })
-            .map(|&forward| callee.0.functions[forward].local.first_param_stores.clone())
-            .unwrap_or_default();
+        let stores: Vec<(Box<str>, Vals)> = match values {
+            Some(_) => self
+                .index
+                .forward_beside(callee)
+                .iter()
+                .flat_map(|forward| {
+                    forward.0.functions[forward.1]
+                        .local
+                        .first_param_stores
+                        .clone()
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         move |target: &Target| {
             let values = values?;
             let Target::Param {
