@@ -350,11 +350,11 @@ impl<'v> ProjectIndex<'v> {
             }
             Callee::Name(_) if call.opaque => Targets::default(),
             Callee::Name(name) if call.not_the_import => module
-                .functions_named(name, Some(caller.start))
+                .functions_visible(name, Some(function))
                 .into_iter()
                 .map(|i| (Arc::clone(module), i))
                 .collect(),
-            Callee::Name(name) => self.named_function(module, name, Some(caller.start)).into(),
+            Callee::Name(name) => self.named_function(module, name, Some(function)).into(),
             // A method a call only stands for (`Fn.apply(...)` runs
             // `Fn.forward` and `Fn.backward`): followed on a class only.
             Callee::Method {
@@ -709,9 +709,9 @@ impl ProjectIndex<'_> {
         &self,
         module: &Arc<ModuleFacts>,
         name: &str,
-        outer: Option<usize>,
+        from: Option<usize>,
     ) -> Vec<FunctionRef> {
-        let here = module.functions_named(name, outer);
+        let here = module.functions_visible(name, from);
         if !here.is_empty() {
             return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
         }
