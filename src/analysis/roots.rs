@@ -390,8 +390,23 @@ impl ProjectIndex<'_> {
                         // A Function applied to activations is compute: only
                         // what it does to the module state it is handed (a
                         // weight) makes it the fence point.
-                        mapped.effects.retain(|e| {
-                            matches!(e.target, Target::Param { .. } | Target::Captured { .. })
+                        // Waiting on a handle held on a value handed down
+                        // from module level (a dict of handles, not the
+                        // module, a weight or the forward's own object) is
+                        // no weight work of its own: the handle may be the
+                        // gradients' communication (an all-reduce of
+                        // `grad_input` another Function's `backward`
+                        // launched).
+                        mapped.effects.retain(|e| match &e.target {
+                            Target::Param { index, .. } => {
+                                e.kind != Kind::Wait
+                                    || matches!(
+                                        roles.get(*index as usize),
+                                        Some(Role::Module | Role::State | Role::SelfObject)
+                                    )
+                            }
+                            Target::Captured { .. } => true,
+                            _ => false,
                         });
                     }
                     // A closure's capture of an activation a function
