@@ -84,6 +84,43 @@ pub(super) fn bound_by_no_definition(model: &SemanticModel, name: &str, at: usiz
         })
 }
 
+/// The scopes whose `def`s of `name` can be what a call at `at` means:
+/// each the start byte of the function whose body binds it, `None` for
+/// module level (see [`crate::analysis::function_facts::CallFact::def_scopes`]).
+/// `None` where the scope model cannot tell: no model, a star import, or a
+/// `def` in a class body (a call in that body).
+pub(super) fn def_scopes(
+    model: &SemanticModel,
+    name: &str,
+    at: usize,
+) -> Option<Box<[Option<usize>]>> {
+    use crate::analysis::scope::{BindingKind, ScopeKind};
+    if model.scopes().is_empty() {
+        return None;
+    }
+    let found = model.possible_bindings(name, model.scope_at(at), at);
+    if found.unknown {
+        return None;
+    }
+    let mut scopes: Vec<Option<usize>> = Vec::new();
+    for id in &found.bindings {
+        let binding = model.binding(*id);
+        if binding.kind != BindingKind::Def {
+            continue;
+        }
+        let scope = model.scope(binding.scope);
+        let start = match scope.kind {
+            ScopeKind::Module => None,
+            ScopeKind::Function | ScopeKind::Lambda => Some(scope.node.start),
+            ScopeKind::Class | ScopeKind::Comprehension => return None,
+        };
+        if !scopes.contains(&start) {
+            scopes.push(start);
+        }
+    }
+    Some(scopes.into_boxed_slice())
+}
+
 pub(super) fn import_named_by(callee: &Callee) -> Option<&str> {
     match callee {
         Callee::Name(name) => Some(name),

@@ -44,6 +44,12 @@ pub struct CallFact {
     /// parameter, its default included, a loop, `with` or `except` target, a
     /// match capture): no function of the project of that name is called.
     pub opaque: bool,
+    /// For a bare callee name some `def` of the file binds: the scopes
+    /// whose `def`s Python's scoping can make it mean there, each the start
+    /// byte of the function whose body binds it (`None`: module level),
+    /// asked of the scope model (`global`, `nonlocal`, imports and class
+    /// bodies in between obeyed). `None` where not asked.
+    pub def_scopes: Option<Box<[Option<usize>]>>,
     /// Not a call written here but a function reached another way
     /// (`queries/handed.scm`).
     pub through: Option<Through>,

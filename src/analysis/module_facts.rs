@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
-use crate::analysis::bound::{as_bound_at, bound_by_no_definition, import_named_by};
+use crate::analysis::bound::{as_bound_at, bound_by_no_definition, def_scopes, import_named_by};
 use crate::analysis::effects::local::Context;
 pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
 use crate::analysis::function_facts::{function_fact, left_alone};
@@ -456,6 +456,12 @@ impl ModuleFacts {
                 }
                 _ => false,
             };
+            let def_scopes = match (&callee, &through) {
+                (Callee::Name(name), None) if function_names.contains(name.as_str()) => {
+                    def_scopes(scope_model(), name, at)
+                }
+                _ => None,
+            };
             facts.functions[owner].calls.push(CallFact {
                 callee,
                 line: call.start_position().row + 1,
@@ -463,6 +469,7 @@ impl ModuleFacts {
                 first_argument,
                 not_the_import,
                 opaque,
+                def_scopes,
                 through,
             });
         }
@@ -681,6 +688,27 @@ impl ModuleFacts {
         self.functions
             .iter()
             .position(|f| f.line == line && f.column == column)
+    }
+
+    /// The `def`s named `name` directly in the bodies of `scopes` (each the
+    /// start byte of a function, `None` for module level); never a method.
+    pub(super) fn functions_defined_in(&self, name: &str, scopes: &[Option<usize>]) -> Vec<usize> {
+        let mut found: Vec<usize> = Vec::new();
+        for scope in scopes {
+            let defs = match scope {
+                None => self.functions_named(name, None),
+                Some(start) => self
+                    .functions_named(name, Some(*start))
+                    .into_iter()
+                    .filter(|&i| {
+                        let f = &self.functions[i];
+                        f.outer == Some(*start) && !f.is_method
+                    })
+                    .collect(),
+            };
+            found.extend(defs);
+        }
+        found
     }
 
     /// The functions named `name` that code in function `from` (or at

@@ -349,6 +349,18 @@ impl<'v> ProjectIndex<'v> {
                 self.replayed(registrar)
             }
             Callee::Name(_) if call.opaque => Targets::default(),
+            // The `def`s Python's scoping makes the name mean there, else
+            // (none of them binds it) its import.
+            Callee::Name(name) if let Some(scopes) = &call.def_scopes => {
+                let here = module.functions_defined_in(name, scopes);
+                if !here.is_empty() {
+                    here.into_iter().map(|i| (Arc::clone(module), i)).collect()
+                } else if call.not_the_import {
+                    Targets::default()
+                } else {
+                    self.imported_function(module, name).into()
+                }
+            }
             Callee::Name(name) if call.not_the_import => module
                 .functions_visible(name, Some(function))
                 .into_iter()
@@ -609,6 +621,7 @@ impl ProjectIndex<'_> {
             first_argument: None,
             not_the_import: false,
             opaque: false,
+            def_scopes: None,
             through: None,
         };
         let through = |callee: &str| -> Vec<FunctionRef> {
@@ -715,6 +728,12 @@ impl ProjectIndex<'_> {
         if !here.is_empty() {
             return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
         }
+        self.imported_function(module, name)
+    }
+
+    /// The functions the name `name` is imported as in `module`: by its
+    /// own import, else through a star import.
+    fn imported_function(&self, module: &Arc<ModuleFacts>, name: &str) -> Vec<FunctionRef> {
         if let Some(path) = module.imports.get(name)
             && let Some((module_path, function_name)) = path.rsplit_once('.')
             && let Some(target) = self.module_named(module_path, module)

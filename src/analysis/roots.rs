@@ -390,20 +390,18 @@ impl ProjectIndex<'_> {
                         // A Function applied to activations is compute: only
                         // what it does to the module state it is handed (a
                         // weight) makes it the fence point.
-                        // Waiting on a handle held on a value handed down
-                        // from module level (a dict of handles, not the
-                        // module, a weight or the forward's own object) is
-                        // no weight work of its own: the handle may be the
-                        // gradients' communication (an all-reduce of
+                        // Waiting on a handle kept in a value handed down
+                        // from module level (an element of a dict of
+                        // handles; not an attribute of a module held there)
+                        // is no weight work of its own: the handle may be
+                        // the gradients' communication (an all-reduce of
                         // `grad_input` another Function's `backward`
                         // launched).
                         mapped.effects.retain(|e| match &e.target {
-                            Target::Param { index, .. } => {
+                            Target::Param { index, attr, .. } => {
                                 e.kind != Kind::Wait
-                                    || matches!(
-                                        roles.get(*index as usize),
-                                        Some(Role::Module | Role::State | Role::SelfObject)
-                                    )
+                                    || attr.is_some()
+                                    || roles.get(*index as usize) != Some(&Role::ModuleLevel)
                             }
                             Target::Captured { .. } => true,
                             _ => false,

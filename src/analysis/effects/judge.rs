@@ -17,6 +17,10 @@ pub enum Role {
     SelfObject,
     /// Bound before the module (`partial(hook, name)`): context.
     Context,
+    /// A module-level value (a global, a class attribute) handed down: a
+    /// context no module holds. Judged as [`Role::Context`], except that a
+    /// wait on a handle kept there is no weight work of a forward's step.
+    ModuleLevel,
     /// The module the hook runs for.
     Module,
     /// A tensor of module state handed over (`step(self.weight)`): acting
@@ -262,7 +266,7 @@ fn why_not(
         let module_itself = matches!(
             &effect.target,
             Target::Param { index, attr: None, .. }
-                if matches!(roles.get(*index as usize), Some(Role::Module | Role::Context | Role::SelfObject))
+                if matches!(roles.get(*index as usize), Some(Role::Module | Role::Context | Role::ModuleLevel | Role::SelfObject))
         );
         if !module_itself {
             return Some(
@@ -391,7 +395,9 @@ pub fn own_signs(
         }
         match &val.root {
             Root::Param(i) => match roles.get(*i as usize) {
-                Some(Role::Module | Role::Context | Role::State) | None => signs.push(sign(None)),
+                Some(Role::Module | Role::Context | Role::ModuleLevel | Role::State) | None => {
+                    signs.push(sign(None))
+                }
                 Some(Role::Activation) => {
                     let name = parameters.get(*i as usize).map_or("?", String::as_str);
                     let what = match effect.kind {

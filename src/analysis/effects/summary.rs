@@ -555,7 +555,8 @@ fn role_of_target(target: &Target, caller_roles: &[Role]) -> Role {
                 (role, None) => role,
             }
         }
-        Target::Captured { .. } | Target::Global(_) => Role::Context,
+        Target::Captured { .. } => Role::Context,
+        Target::Global(_) => Role::ModuleLevel,
         Target::Device | Target::Handed | Target::Unknown => Role::Activation,
     }
 }
@@ -565,7 +566,7 @@ fn role_of_target(target: &Target, caller_roles: &[Role]) -> Role {
 fn role_rank(role: Role) -> u8 {
     match role {
         Role::Activation => 0,
-        Role::Context => 1,
+        Role::Context | Role::ModuleLevel => 1,
         Role::State => 2,
         Role::SelfObject => 3,
         Role::Module => 4,
