@@ -718,10 +718,11 @@ impl ModuleFacts {
         let mut scope = from;
         while let Some(function) = scope {
             let start = self.functions[function].start;
+            // A method of a class defined here is no def the code sees.
             let closures: Vec<usize> = self
                 .functions_named(name, Some(start))
                 .into_iter()
-                .filter(|&i| self.functions[i].outer == Some(start))
+                .filter(|&i| self.functions[i].outer == Some(start) && !self.functions[i].is_method)
                 .collect();
             if !closures.is_empty() {
                 return closures;

@@ -724,6 +724,10 @@ impl ProjectIndex<'_> {
         name: &str,
         from: Option<usize>,
     ) -> Vec<FunctionRef> {
+        // Only where the scope model was not asked (a value handed to
+        // torch, a factory it calls): the defs of `from` and of each
+        // function around it, else the module's. A call's name goes by its
+        // `def_scopes`.
         let here = module.functions_visible(name, from);
         if !here.is_empty() {
             return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
