@@ -156,6 +156,20 @@ impl ProjectIndex<'_> {
                 continue;
             };
             let inner_values = helper_fact.local.call_at(inner.start);
+            // What the helper hands on at `position` of the apply, as the
+            // helper's parameter.
+            let helper_param = |position: usize| -> Vec<usize> {
+                inner_values
+                    .and_then(|v| v.positional.get(position))
+                    .into_iter()
+                    .flat_map(|vals| vals.iter())
+                    .filter(|v| v.attr.is_none())
+                    .filter_map(|v| match v.root {
+                        Root::Param(j) => Some(j as usize),
+                        _ => None,
+                    })
+                    .collect()
+            };
             for (class_module, class_name) in self.classes_named(module, class) {
                 let backwards = self.method_of(
                     &class_module,
@@ -165,20 +179,6 @@ impl ProjectIndex<'_> {
                 );
                 for backward in backwards {
                     for relay in self.relayed(&backward) {
-                        // What the helper hands on at `position` of the
-                        // apply, as the helper's parameter.
-                        let helper_param = |position: usize| -> Vec<usize> {
-                            inner_values
-                                .and_then(|v| v.positional.get(position))
-                                .into_iter()
-                                .flat_map(|vals| vals.iter())
-                                .filter(|v| v.attr.is_none())
-                                .filter_map(|v| match v.root {
-                                    Root::Param(j) => Some(j as usize),
-                                    _ => None,
-                                })
-                                .collect()
-                        };
                         // The backward hands the function the module: what
                         // the hook passes the helper there.
                         let with_module = relay.captured
@@ -307,7 +307,6 @@ impl ProjectIndex<'_> {
         backward: &FunctionRef,
         is_module: &dyn Fn(usize) -> bool,
     ) -> Option<Effect> {
-        let fact = &backward.0.functions[backward.1];
         let forwards = self.forward_beside(backward);
         let mut held: Vec<&str> = Vec::new();
         for forward in &forwards {
@@ -325,20 +324,32 @@ impl ProjectIndex<'_> {
                 }
             }
         }
+        self.judged_backward(backward, &|e: &Effect| match &e.target {
+            Target::Param {
+                index: 0,
+                attr: Some(attr),
+                ..
+            } => held.contains(&&**attr),
+            Target::Captured { .. } | Target::Global(_) => true,
+            _ => false,
+        })
+    }
+
+    /// A Function's `backward` judged on the effects of its summary that
+    /// `keep` keeps, its `ctx` read as holding the module and its other
+    /// parameters (the gradients) as activations.
+    pub(super) fn judged_backward(
+        &self,
+        backward: &FunctionRef,
+        keep: &dyn Fn(&Effect) -> bool,
+    ) -> Option<Effect> {
+        let fact = &backward.0.functions[backward.1];
         let summary = self.summary(backward);
         let kept = Summary {
             effects: summary
                 .effects
                 .iter()
-                .filter(|e| match &e.target {
-                    Target::Param {
-                        index: 0,
-                        attr: Some(attr),
-                        ..
-                    } => held.contains(&&**attr),
-                    Target::Captured { .. } | Target::Global(_) => true,
-                    _ => false,
-                })
+                .filter(|e| keep(e))
                 .cloned()
                 .collect(),
             measures: summary.measures,

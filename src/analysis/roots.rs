@@ -500,30 +500,13 @@ impl ProjectIndex<'_> {
             return None;
         }
         let backward = (Arc::clone(&forward.0), backward);
-        let summary = self.summary(&backward);
-        let held = crate::analysis::effects::record::Summary {
-            effects: summary
-                .effects
-                .iter()
-                .filter(|e| {
-                    matches!(&e.target, Target::Param { index: 0, attr: Some(attr), .. }
-                        if held_attrs.contains(&&**attr))
-                })
+        let evidence = self.judged_backward(&backward, &|e| {
+            matches!(&e.target, Target::Param { index: 0, attr: Some(attr), .. }
+                if held_attrs.contains(&&**attr))
                 // Ordering streams or waiting alone is no weight work of
                 // its own there: what it orders may be the gradients.
-                .filter(|e| !matches!(e.kind, Kind::Stream | Kind::Sync | Kind::Wait | Kind::Rng))
-                .cloned()
-                .collect(),
-            measures: summary.measures,
-            ..Default::default()
-        };
-        if held.effects.is_empty() {
-            return None;
-        }
-        let backward_fact = &backward.0.functions[backward.1];
-        let mut ctx_roles = vec![Role::Module];
-        ctx_roles.resize(backward_fact.parameters.len().max(1), Role::Activation);
-        let evidence = judge_with(&held, &backward.0, backward_fact, &ctx_roles).evidence?;
+                && !matches!(e.kind, Kind::Stream | Kind::Sync | Kind::Wait | Kind::Rng)
+        })?;
         Some((backward, evidence))
     }
 
