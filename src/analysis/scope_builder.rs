@@ -177,8 +177,13 @@ impl SemanticModel {
             }],
             ..SemanticModel::default()
         };
-        // Each node's parent, from one walk of the tree.
-        let parents = Parents::of(root);
+        // The parents of the nodes asked about, from one walk toward them.
+        let targets: Vec<Node<'t>> = scope_nodes
+            .iter()
+            .copied()
+            .chain(binders.iter().map(|&(_, node)| node))
+            .collect();
+        let parents = Parents::toward(root, &targets);
         let parent_of = |n| parents.parent(n);
         // Outer scopes first, so each finds its parent already there.
         scope_nodes.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
@@ -586,29 +591,106 @@ impl SemanticModel {
     }
 }
 
-/// Every node's parent in one tree, found by one walk with a cursor
-/// (tree-sitter finds a parent by walking down from the root). Keyed by node
-/// id with a fast hash: every node of a file goes in.
+/// The parents of the nodes the model asks about, found by one forward
+/// walk of a cursor toward them in source order: a subtree that cannot hold
+/// the next of them is stepped over, not entered, so only the nodes on the
+/// way are visited (tree-sitter itself finds a parent by walking down from
+/// the root). Every node the cursor lands on has its parent recorded, so a
+/// target's ancestors are known too; a node off the way is asked of
+/// tree-sitter. Keyed by node id with a fast hash.
 pub(super) struct Parents<'t> {
     by_child: foldhash::HashMap<usize, Node<'t>>,
 }
 
 impl<'t> Parents<'t> {
-    pub(super) fn of(root: Node<'t>) -> Parents<'t> {
+    /// The parents of `targets` and of every node above them, below `root`.
+    pub(super) fn toward(root: Node<'t>, targets: &[Node<'t>]) -> Parents<'t> {
+        let mut order: Vec<Node<'t>> = targets.to_vec();
+        order.sort_by_key(|n| (n.start_byte(), std::cmp::Reverse(n.end_byte())));
+        order.dedup_by_key(|n| n.id());
         let mut by_child: foldhash::HashMap<usize, Node<'t>> =
             foldhash::HashMap::with_capacity_and_hasher(
-                root.descendant_count(),
+                order.len() * 4,
                 foldhash::fast::RandomState::default(),
             );
         let mut cursor = root.walk();
-        let mut stack: Vec<Node<'t>> = Vec::new();
-        loop {
-            let node = cursor.node();
-            if let Some(&parent) = stack.last() {
-                by_child.insert(node.id(), parent);
+        // The nodes above the cursor's, outermost first.
+        let mut above: Vec<Node<'t>> = Vec::new();
+        for target in order {
+            if target.id() == root.id() || by_child.contains_key(&target.id()) {
+                continue;
             }
+            // Forward from where the last target was; should that miss it
+            // (nodes of one span met out of order), once more from the root.
+            for _ in 0..2 {
+                if walk_to(&mut cursor, &mut above, &mut by_child, target) {
+                    break;
+                }
+                cursor = root.walk();
+                above.clear();
+            }
+        }
+        Parents { by_child }
+    }
+
+    pub(super) fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
+        match self.by_child.get(&node.id()) {
+            Some(&parent) => Some(parent),
+            None => node.parent(),
+        }
+    }
+}
+
+/// Moves `cursor` forward in source order to `target`, entering only the
+/// nodes whose span holds the target's and recording the parent of every
+/// node it lands on; `above` holds the nodes above the cursor's. False when
+/// the walk ran out before it (the cursor is then back at its root).
+fn walk_to<'t>(
+    cursor: &mut tree_sitter::TreeCursor<'t>,
+    above: &mut Vec<Node<'t>>,
+    by_child: &mut foldhash::HashMap<usize, Node<'t>>,
+    target: Node<'t>,
+) -> bool {
+    loop {
+        let node = cursor.node();
+        if node.id() == target.id() {
+            return true;
+        }
+        let holds =
+            node.start_byte() <= target.start_byte() && target.end_byte() <= node.end_byte();
+        if holds && cursor.goto_first_child() {
+            above.push(node);
+            by_child.insert(cursor.node().id(), node);
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                if let Some(&parent) = above.last() {
+                    by_child.insert(cursor.node().id(), parent);
+                }
+                break;
+            }
+            if !cursor.goto_parent() {
+                return false;
+            }
+            above.pop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "import os, torch as t\nfrom a.b import (c, d as e)\n\n@deco(1)\nclass A(B, metaclass=M):\n    x: int = 1\n    def f(self, a, *b, c=lambda: 0, **d):\n        global g\n        with open(a) as (h, i), t.no_grad():\n            y = [z for z in b if (w := z)]\n        try:\n            pass\n        except (E, F) as err:\n            pass\n        match a:\n            case [k, *rest] if k: return rest\n        return lambda q=y: q + 1\n\nfor m, n in {}.items():\n    del m\n";
+
+    /// Every node below `root` with its parent, from a full walk.
+    fn every_node(root: Node<'_>) -> Vec<Node<'_>> {
+        let mut nodes = Vec::new();
+        let mut cursor = root.walk();
+        loop {
+            nodes.push(cursor.node());
             if cursor.goto_first_child() {
-                stack.push(node);
                 continue;
             }
             loop {
@@ -616,14 +698,58 @@ impl<'t> Parents<'t> {
                     break;
                 }
                 if !cursor.goto_parent() {
-                    return Parents { by_child };
+                    return nodes;
                 }
-                stack.pop();
             }
         }
     }
 
-    pub(super) fn parent(&self, node: Node<'t>) -> Option<Node<'t>> {
-        self.by_child.get(&node.id()).copied()
+    #[test]
+    fn parents_toward_any_targets_are_the_trees_parents() {
+        let tree = crate::parse::parse(TEXT).expect("parses");
+        let root = tree.root_node();
+        let nodes = every_node(root);
+        // Every node a target; every third, in reverse order; one node only.
+        let every_third: Vec<Node<'_>> = nodes.iter().rev().step_by(3).copied().collect();
+        let last_identifier = *nodes
+            .iter()
+            .rev()
+            .find(|n| n.kind() == "identifier")
+            .expect("an identifier");
+        for targets in [nodes.clone(), every_third, vec![last_identifier]] {
+            let parents = Parents::toward(root, &targets);
+            for target in &targets {
+                if target.id() != root.id() {
+                    assert!(parents.by_child.contains_key(&target.id()), "{target:?}");
+                }
+            }
+            for node in &nodes {
+                assert_eq!(parents.parent(*node), node.parent(), "{node:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn parents_toward_one_node_step_over_the_rest_of_the_file() {
+        let mut text = String::new();
+        for i in 0..200 {
+            text.push_str(&format!(
+                "def f{i}(a, b):\n    return [a + b * {i} for _ in a]\n"
+            ));
+        }
+        text.push_str("def last(q):\n    return q\n");
+        let tree = crate::parse::parse(&text).expect("parses");
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        let target = root
+            .named_children(&mut cursor)
+            .last()
+            .expect("the last def");
+        let parents = Parents::toward(root, &[target]);
+        assert_eq!(parents.parent(target), Some(root));
+        // The cursor lands on the 201 statements of the module, not on the
+        // thousands of nodes inside the first 200.
+        assert!(parents.by_child.len() <= 201, "{}", parents.by_child.len());
+        assert!(root.descendant_count() > 5_000);
     }
 }
