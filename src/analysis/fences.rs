@@ -355,8 +355,10 @@ impl<'t> Resolve<'t> {
         }
         let words = fence_words(bindings, vocabulary);
         let words: Vec<&str> = words.iter().chain(wrappers).map(String::as_str).collect();
-        // An opt-out comment holds `disable` anywhere in its callee.
-        let ranges = crate::analysis::prefilter::word_ranges(self.text, &words, &["disable"]);
+        // And where an opt-out comment can be.
+        let mut ranges = crate::analysis::prefilter::word_ranges(self.text, &words, &[]);
+        ranges.extend(crate::analysis::prefilter::optout_ranges(self.text));
+        let ranges = crate::analysis::prefilter::merged_ranges(ranges);
         let mut found = Vec::new();
         for_each_combined(
             &QUERIES.resolve,
@@ -682,7 +684,7 @@ pub(crate) fn comment_lines_above(text: &str, block_start: usize, first_line: us
 /// the text can hold neither.
 pub(crate) fn left_alone_lines(root: Node<'_>, text: &str) -> HashSet<usize> {
     let mut lines: HashSet<usize> = collect_suppressions(root, text).into_keys().collect();
-    let ranges = crate::analysis::prefilter::word_ranges::<&str>(text, &[], &["disable"]);
+    let ranges = crate::analysis::prefilter::optout_ranges(text);
     if ranges.is_empty() {
         return lines;
     }

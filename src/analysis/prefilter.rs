@@ -236,6 +236,11 @@ pub fn word_ranges<W: AsRef<str>>(
                 .filter(|r| !whole || is_whole_word(bytes, r.start, r.end)),
         );
     }
+    merged_ranges(ranges)
+}
+
+/// `ranges` in order, those that overlap or touch merged into one.
+pub fn merged_ranges(mut ranges: Vec<std::ops::Range<usize>>) -> Vec<std::ops::Range<usize>> {
     ranges.sort_by_key(|r| r.start);
     let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(ranges.len());
     for range in ranges {
@@ -245,6 +250,42 @@ pub fn word_ranges<W: AsRef<str>>(
         }
     }
     merged
+}
+
+/// Where `text` can hold a commented-out disable decorator as
+/// `queries/fences.scm` matches it (`# @torch.compiler.disable()`): each
+/// `disable` that a dotted name starts before, with only `@`, `#` and
+/// blanks between that name and the line's `#` (`#[ \t]*@[ \t]*` then the
+/// name). Every such comment holds one, so the query looks only there.
+pub fn optout_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
+    const WORD: &[u8] = b"disable";
+    let bytes = text.as_bytes();
+    let blank = |b: u8| b == b' ' || b == b'\t';
+    memchr::memmem::find_iter(bytes, WORD)
+        .filter(|&at| {
+            let mut i = at;
+            while i > 0
+                && (bytes[i - 1].is_ascii_alphanumeric() || matches!(bytes[i - 1], b'_' | b'.'))
+            {
+                i -= 1;
+            }
+            if !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') {
+                return false;
+            }
+            while i > 0 && blank(bytes[i - 1]) {
+                i -= 1;
+            }
+            if i == 0 || bytes[i - 1] != b'@' {
+                return false;
+            }
+            i -= 1;
+            while i > 0 && blank(bytes[i - 1]) {
+                i -= 1;
+            }
+            i > 0 && bytes[i - 1] == b'#'
+        })
+        .map(|at| at..at + WORD.len())
+        .collect()
 }
 
 /// Whether the name at `start..end` could be what a query with `context`
@@ -474,6 +515,37 @@ fn may_assign_attribute(text: &str, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// Every comment `queries/fences.scm` takes for a commented-out disable
+    /// decorator holds a range; the rest of a file's `disable`s do not.
+    #[test]
+    fn optout_ranges_hold_every_commented_out_decorator_and_little_else() {
+        let pattern = regex::Regex::new("^#[ \t]*@[ \t]*[A-Za-z_][A-Za-z0-9_.]*disable([ \t(]|$)")
+            .expect("the query's pattern");
+        for comment in [
+            "# @torch.compiler.disable()",
+            "#@torch._dynamo.disable",
+            "#\t@ \tmy_disable(recursive=False)",
+            "# @torch.disable_x.disable()",
+            "# @a.disable # trailing words",
+        ] {
+            assert!(pattern.is_match(comment), "{comment}");
+            for text in [comment.to_owned(), format!("x = 1  {comment}\n")] {
+                let ranges = super::optout_ranges(&text);
+                let at = text.find('#').expect("a comment");
+                assert!(ranges.iter().any(|r| r.start > at), "{text:?}: {ranges:?}");
+            }
+        }
+        for text in [
+            "torch.compiler.disable()\n",
+            "@torch.compiler.disable()\ndef f(): pass\n",
+            "x = '@disable'  # disable this\n",
+            "# @ 1disable\n",
+            "# see @torch.compiler disable\n",
+        ] {
+            assert!(super::optout_ranges(text).is_empty(), "{text:?}");
+        }
+    }
+
     /// A forward is a root where its file spells weight work as weight work
     /// spells it, not where a model initialises its weights.
     #[test]
