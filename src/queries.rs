@@ -138,6 +138,12 @@ pub struct Index {
     pub combined: Combined,
     /// The part of [`Index::combined`] that is `bindings.scm`.
     pub bindings_part: usize,
+    /// The part of [`Index::combined`] that is `imports.scm`.
+    pub imports_part: usize,
+    /// For each capture of [`Index::combined`], its index in
+    /// [`Queries::resolve`], where `imports.scm` captures are read
+    /// ([`Imports`]); `u32::MAX` for the others.
+    pub as_resolve_capture: Vec<u32>,
     pub def: u32,
     pub def_name: u32,
     pub lambda: u32,
@@ -302,12 +308,26 @@ impl Queries {
                     scm!("calls"),
                     scm!("handed"),
                     scm!("bindings"),
+                    scm!("imports"),
                 ];
-                let bindings_part = parts
-                    .iter()
-                    .position(|part| *part == scm!("bindings"))
-                    .expect("bindings.scm is one of the index's parts");
+                let part_of = |source: &str| {
+                    parts
+                        .iter()
+                        .position(|part| *part == source)
+                        .expect("one of the index's parts")
+                };
+                let bindings_part = part_of(scm!("bindings"));
+                let imports_part = part_of(scm!("imports"));
                 let combined = Combined::new(&parts);
+                let as_resolve_capture = combined
+                    .query
+                    .capture_names()
+                    .iter()
+                    .map(|name| match name.starts_with("import.") {
+                        true => resolve.capture(name),
+                        false => u32::MAX,
+                    })
+                    .collect();
                 let c = |name| combined.capture(name);
                 Index {
                     def: c("index.def"),
@@ -350,6 +370,8 @@ impl Queries {
                     held_applying: c("held.applying"),
                     held_holder: c("held.holder"),
                     bindings_part,
+                    imports_part,
+                    as_resolve_capture,
                     combined,
                 }
             },

@@ -548,11 +548,13 @@ pub(super) fn collect_fences<'t>(
 }
 
 /// The module-level names of a file that fence what they decorate (see
-/// [`Fences::wrappers`]); none without a fence word in its text.
-pub(super) fn module_fences(
-    root: Node<'_>,
-    text: &str,
+/// [`Fences::wrappers`]), given its `imports.scm` matches (every one, as
+/// [`Resolve::collect`] finds them); none without a fence word in its text.
+pub(super) fn module_fences<'t>(
+    root: Node<'t>,
+    text: &'t str,
     vocabulary: &Vocabulary,
+    imports: &[Vec<tree_sitter::QueryCapture<'t>>],
 ) -> HashSet<String> {
     if !fence_final_segments(vocabulary)
         .iter()
@@ -560,7 +562,15 @@ pub(super) fn module_fences(
     {
         return HashSet::new();
     }
-    file_fences(root, text, true, vocabulary).2.wrappers
+    let resolve = Resolve {
+        root,
+        text,
+        anchored: true,
+        imports: imports.to_vec(),
+        fences: Vec::new(),
+        named: HashMap::new(),
+    };
+    fences_of(resolve, vocabulary).2.wrappers
 }
 
 /// What resolving names and fences needs in one file: its imports,
@@ -576,7 +586,12 @@ pub(super) fn file_fences<'t>(
 ) -> (Resolve<'t>, Bindings, Fences) {
     // What resolving names and fences needs: imports, fences, functions and
     // assignments (see `Resolve`).
-    let resolve = Resolve::collect(root, text, anchored);
+    fences_of(Resolve::collect(root, text, anchored), vocabulary)
+}
+
+/// [`file_fences`] once `resolve` is collected.
+fn fences_of<'t>(resolve: Resolve<'t>, vocabulary: &Vocabulary) -> (Resolve<'t>, Bindings, Fences) {
+    let (root, text) = (resolve.root, resolve.text);
     let bindings = Bindings::collect(&resolve.imports, text);
     let mut fences = collect_fences(
         root,

@@ -108,34 +108,8 @@ impl ModuleFacts {
             path: path.to_path_buf(),
             import_root: crate::analysis::module_names::import_root(path, &module),
             module,
-            fences: crate::analysis::fences::module_fences(root, text, vocabulary),
             ..ModuleFacts::default()
         };
-
-        // Imports, through the same reading the matcher uses.
-        let mut import_matches = Vec::new();
-        // Every import statement holds the word `import`: only there.
-        let import_ranges = crate::analysis::prefilter::word_ranges(text, &["import"], &[]);
-        crate::syntax::each_match_in(
-            &QUERIES.resolve.query,
-            root,
-            text,
-            &import_ranges,
-            |pattern, captures| {
-                if QUERIES.resolve.part(pattern) == 0 {
-                    import_matches.push(captures.to_vec());
-                }
-            },
-        );
-        let bindings = crate::analysis::fences::Bindings::collect(&import_matches, text);
-        for (name, path) in &bindings.any_scope {
-            facts.imports.insert(name.clone(), absolute(path, &package));
-        }
-        facts.star_imports = bindings
-            .star
-            .iter()
-            .map(|module| absolute(module, &package))
-            .collect();
 
         let q = &QUERIES.index;
         let mut by_start: HashMap<usize, usize> = HashMap::new();
@@ -159,8 +133,22 @@ impl ModuleFacts {
         let given_model = given_model.filter(|given| !given.scopes().is_empty());
         let mut binding_captures = crate::analysis::scope_builder::BindingCaptures::default();
         let capture_names = q.combined.query.capture_names();
+        // Imports, read as the matcher reads them (`imports.scm`, its
+        // captures numbered as in the resolve query), in this same walk.
+        let mut import_matches: Vec<Vec<tree_sitter::QueryCapture<'_>>> = Vec::new();
         crate::syntax::each_match(&q.combined.query, root, text, |pattern, captures| {
-            if q.combined.part(pattern) == q.bindings_part {
+            let part = q.combined.part(pattern);
+            if part == q.imports_part {
+                import_matches.push(
+                    captures
+                        .iter()
+                        .map(|c| tree_sitter::QueryCapture {
+                            node: c.node,
+                            index: q.as_resolve_capture[c.index as usize],
+                        })
+                        .collect(),
+                );
+            } else if part == q.bindings_part {
                 if given_model.is_none() {
                     binding_captures.add(capture_names, captures);
                 }
@@ -302,6 +290,18 @@ impl ModuleFacts {
                 ));
             }
         });
+
+        facts.fences =
+            crate::analysis::fences::module_fences(root, text, vocabulary, &import_matches);
+        let bindings = crate::analysis::fences::Bindings::collect(&import_matches, text);
+        for (name, path) in &bindings.any_scope {
+            facts.imports.insert(name.clone(), absolute(path, &package));
+        }
+        facts.star_imports = bindings
+            .star
+            .iter()
+            .map(|module| absolute(module, &package))
+            .collect();
 
         // Every def and lambda, and every class, is captured above: the
         // innermost one around a node is found from their spans.
