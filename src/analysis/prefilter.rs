@@ -465,7 +465,12 @@ pub fn may_define_forward(text: &str) -> bool {
     });
     static TORCH_FUNCTION: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(TORCH_FUNCTION_HOOK)]));
-    (SIGNS.is_match(text) && NEEDLES.scan(text).needed) || TORCH_FUNCTION.scan(text).needed
+    // Cheapest first: most files spell neither name at all (as CPython
+    // reads names, after NFKC, which is what the needles search too).
+    let normal = crate::analysis::shadow::nfkc(text);
+    let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
+    (spells(FORWARD) && NEEDLES.scan(text).needed && SIGNS.is_match(text))
+        || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan(text).needed)
 }
 
 /// A tensor subclass's op hook: torch calls it for every op on its
@@ -556,6 +561,9 @@ mod tests {
             "def forward(self):\n    w.to('cuda', non_blocking=True)\n",
             "def forward(self):\n    m._parameters['w'] = w\n",
             "class P(nn.Parameter):\n    def __torch_function__(cls, f, t, a=()): ...\n",
+            // `ｆorward` is `forward` to CPython (NFKC).
+            "def \u{ff46}orward(self, x):\n    p.data = p._shard\n",
+            "def __torch_\u{ff46}unction__(cls, f, t, a=()): ...\n",
         ] {
             assert!(super::may_define_forward(text), "{text:?}");
         }
