@@ -670,6 +670,12 @@ impl ModuleFacts {
             }
         }
         facts.by_start = by_start;
+        // Kept for the whole run: what growing them left unused goes back.
+        for function in &mut facts.functions {
+            function.calls.shrink_to_fit();
+        }
+        facts.functions.shrink_to_fit();
+        facts.registrations.shrink_to_fit();
         facts
     }
 }

@@ -275,7 +275,39 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         }
         facts.locals = locals;
     }
+    facts.shrink();
     facts
+}
+
+impl LocalFacts {
+    /// Gives back what the walk's growth left unused: the facts are kept
+    /// for the whole run.
+    fn shrink(&mut self) {
+        fn shrink_vals(vals: &mut Vals) {
+            vals.0.shrink_to_fit();
+        }
+        self.effects.shrink_to_fit();
+        for call in &mut self.calls {
+            if let Some(receiver) = &mut call.receiver {
+                shrink_vals(receiver);
+            }
+            call.positional.iter_mut().for_each(shrink_vals);
+            call.positional.shrink_to_fit();
+            call.keywords.iter_mut().for_each(|(_, v)| shrink_vals(v));
+            call.keywords.shrink_to_fit();
+            call.after_splat.iter_mut().for_each(shrink_vals);
+            call.after_splat.shrink_to_fit();
+        }
+        self.calls.shrink_to_fit();
+        self.self_stores.shrink_to_fit();
+        self.locals.iter_mut().for_each(|(_, v)| shrink_vals(v));
+        self.locals.shrink_to_fit();
+        shrink_vals(&mut self.returns);
+        self.first_param_stores
+            .iter_mut()
+            .for_each(|(_, v)| shrink_vals(v));
+        self.first_param_stores.shrink_to_fit();
+    }
 }
 
 struct Walker<'a, 't> {
