@@ -22,6 +22,9 @@ pub struct Confinement {
     roots: Vec<PathBuf>,
     selection: Selection,
     answers: Mutex<HashMap<PathBuf, bool>>,
+    /// The files the walk takes in each directory asked about, by
+    /// directory: one pruned walk per directory, not per file.
+    taken: Mutex<HashMap<PathBuf, std::sync::Arc<std::collections::HashSet<PathBuf>>>>,
 }
 
 impl Confinement {
@@ -68,7 +71,7 @@ impl Confinement {
         if hidden || !self.selection.takes(path) || !self.selection.takes(&canonical) {
             return false;
         }
-        Confinement::walk_takes(root, &canonical)
+        self.walk_takes(root, &canonical)
     }
 
     /// Whether the run's walk takes `file` (canonical, below the canonical
@@ -78,14 +81,44 @@ impl Confinement {
     /// not bring a file back), `.ignore` counts outside git and over any
     /// `.gitignore`, the deepest match of each kind decides, and the ignore
     /// files above the root, git's excludes and its global excludes count.
-    fn walk_takes(root: &Path, file: &Path) -> bool {
-        let target = file.to_path_buf();
+    /// The walk lists every file of `file`'s directory at once (whether it
+    /// takes a file depends only on the directories above it and the
+    /// file's own name), kept for the next file asked there.
+    fn walk_takes(&self, root: &Path, file: &Path) -> bool {
+        let Some(dir) = file.parent() else {
+            return false;
+        };
+        let known = lock(&self.taken).get(dir).cloned();
+        let taken = match known {
+            Some(taken) => taken,
+            None => {
+                // Walked without the lock held.
+                let taken = std::sync::Arc::new(Confinement::files_taken_in(root, dir));
+                lock(&self.taken)
+                    .entry(dir.to_path_buf())
+                    .or_insert(taken)
+                    .clone()
+            }
+        };
+        taken.contains(file)
+    }
+
+    /// The files (and links) the walk from `root` takes directly in `dir`.
+    fn files_taken_in(root: &Path, dir: &Path) -> std::collections::HashSet<PathBuf> {
+        let on_the_way = dir.to_path_buf();
         let mut builder = ignore::WalkBuilder::new(root);
-        builder.filter_entry(move |entry| target.starts_with(entry.path()));
+        builder.filter_entry(move |entry| {
+            let path = entry.path();
+            on_the_way.starts_with(path)
+                || (path.parent() == Some(on_the_way.as_path())
+                    && !entry.file_type().is_some_and(|t| t.is_dir()))
+        });
         builder
             .build()
             .filter_map(Result::ok)
-            .any(|entry| entry.path() == file)
+            .filter(|entry| entry.path().parent() == Some(dir))
+            .map(|entry| entry.path().to_path_buf())
+            .collect()
     }
 }
 
@@ -186,6 +219,9 @@ mod tests {
         };
         let confinement = Confinement::new(&[root.to_path_buf()], selection);
         assert!(confinement.allows(&root.join("pkg/a.py")));
+        // Another file of the same directory is answered by the same walk.
+        assert!(!confinement.allows(&root.join("pkg/e.py")));
+        assert_eq!(lock(&confinement.taken).len(), 1);
         // A link that stays inside is the file it names.
         assert!(confinement.allows(&root.join("inside.py")));
         for refused in [
