@@ -156,7 +156,7 @@ pub fn parse_checked(text: &str) -> Result<Parsed, SyntaxProblem> {
     if let Some((position, what)) = first_error(&tree, text) {
         return Err(SyntaxProblem { at: position, what });
     }
-    match depth_of(&tree, MAX_TREE_DEPTH) {
+    match depth_of(&tree, MAX_TREE_DEPTH, SHALLOW_DEPTH) {
         Ok(depth) => Ok(Parsed { tree, depth }),
         Err(deepest) => Err(SyntaxProblem {
             at: at(deepest),
@@ -186,25 +186,40 @@ pub fn check_tokens(text: &str) -> Result<(), SyntaxProblem> {
 }
 
 /// The depth of the deepest node below the root, or the start of the first
-/// node deeper than `limit`. A walk with a cursor, no recursion.
-pub fn depth_of(tree: &Tree, limit: usize) -> Result<usize, usize> {
+/// node deeper than `limit`. Exact where it is over `exact_above` (below
+/// `limit`); where it is not, some depth up to `exact_above`. A walk with a
+/// cursor, no recursion, that does not enter a subtree with too few nodes
+/// to reach past `exact_above` (a node at depth d with n nodes below it
+/// holds none deeper than d + n): the first node deeper than `limit` is the
+/// one a full walk meets first.
+pub fn depth_of(tree: &Tree, limit: usize, exact_above: usize) -> Result<usize, usize> {
+    depth_walk(tree, limit, exact_above).0
+}
+
+/// [`depth_of`], with the number of nodes the walk landed on.
+fn depth_walk(tree: &Tree, limit: usize, exact_above: usize) -> (Result<usize, usize>, usize) {
     let mut cursor = tree.walk();
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut depth, mut deepest, mut visited) = (0usize, 0usize, 1usize);
     loop {
-        if cursor.goto_first_child() {
+        // `descendant_count` counts the node itself.
+        let may_reach_past =
+            depth + cursor.node().descendant_count().saturating_sub(1) > exact_above;
+        if may_reach_past && cursor.goto_first_child() {
             depth += 1;
+            visited += 1;
             if depth > limit {
-                return Err(cursor.node().start_byte());
+                return (Err(cursor.node().start_byte()), visited);
             }
             deepest = deepest.max(depth);
             continue;
         }
         loop {
             if cursor.goto_next_sibling() {
+                visited += 1;
                 break;
             }
             if !cursor.goto_parent() {
-                return Ok(deepest);
+                return (Ok(deepest), visited);
             }
             depth -= 1;
         }
@@ -259,6 +274,57 @@ fn find_error(node: Node<'_>) -> Option<Node<'_>> {
 mod tests {
     use super::*;
     use crate::edit::{Edit, Fix, apply};
+
+    /// Texts from flat to nested past every bound below.
+    fn nested_texts() -> Vec<String> {
+        let mut texts = vec![
+            "import os\nclass A:\n    def f(self, x):\n        return [y for y in x if y]\n"
+                .to_owned(),
+        ];
+        for n in [10, 100, 300, 700] {
+            texts.push(format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n)));
+            texts.push(format!("y = 1{}\n", " + 1".repeat(n)));
+            texts.push(format!(
+                "def f():\n    z = {}0{}\n    return z\n",
+                "[".repeat(n),
+                "]".repeat(n)
+            ));
+        }
+        texts
+    }
+
+    #[test]
+    fn the_depth_walk_is_exact_past_its_bound_and_errs_where_a_full_walk_does() {
+        for text in nested_texts() {
+            let tree = parse(&text).expect("parses");
+            for (limit, exact_above) in [(MAX_TREE_DEPTH, SHALLOW_DEPTH), (400, 50), (120, 100)] {
+                let full = depth_of(&tree, limit, 0);
+                let pruned = depth_of(&tree, limit, exact_above);
+                match full {
+                    Ok(depth) if depth > exact_above => assert_eq!(pruned, full, "{text:.40}"),
+                    Ok(_) => assert!(matches!(pruned, Ok(d) if d <= exact_above), "{text:.40}"),
+                    Err(_) => assert_eq!(pruned, full, "{text:.40}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_depth_walk_does_not_enter_small_subtrees() {
+        let mut text = String::new();
+        for i in 0..200 {
+            text.push_str(&format!(
+                "def f{i}(a, b):\n    return [a + b * {i} for _ in a]\n"
+            ));
+        }
+        let tree = parse(&text).expect("parses");
+        let (depth, visited) = depth_walk(&tree, MAX_TREE_DEPTH, SHALLOW_DEPTH);
+        assert!(matches!(depth, Ok(d) if d <= SHALLOW_DEPTH));
+        // The module and its 200 defs, not the thousands of nodes inside.
+        assert!(visited <= 201, "{visited}");
+        assert!(tree.root_node().descendant_count() > 5_000);
+        assert!(depth_walk(&tree, MAX_TREE_DEPTH, 0).1 > 5_000);
+    }
 
     /// Every node with its kind, byte range and start and end points.
     fn nodes(tree: &Tree) -> Vec<String> {
