@@ -74,6 +74,21 @@ pub fn analyze_with(
     anchored: bool,
     discovered: &[(usize, usize, crate::found::Found)],
 ) -> FileFacts {
+    analyze_scanned(tree, text, vocabulary, anchored, discovered).0
+}
+
+/// [`analyze_with`], with the register calls its scan found (in the order
+/// of the text), for the module facts of the same tree.
+pub fn analyze_scanned<'t>(
+    tree: &'t Tree,
+    text: &str,
+    vocabulary: &Vocabulary,
+    anchored: bool,
+    discovered: &[(usize, usize, crate::found::Found)],
+) -> (
+    FileFacts,
+    Vec<crate::analysis::module_facts::RegisterCall<'t>>,
+) {
     let root = tree.root_node();
     let ranges = anchored.then(|| vocabulary.anchor_ranges(text));
 
@@ -142,10 +157,11 @@ pub fn analyze_with(
     fullgraph.sort();
     hook_methods.sort_by_key(|(_, def)| def.start_byte());
     registrations.sort_by_key(|(call, _, _)| call.start_byte());
+    let register_calls = registrations.clone();
 
     let import_at = import_insertion_point(root, text);
     if hook_methods.is_empty() && registrations.is_empty() && discovered.is_empty() {
-        return FileFacts {
+        let facts = FileFacts {
             classes: class_facts,
             fullgraph,
             import_at,
@@ -153,6 +169,7 @@ pub fn analyze_with(
             suppressions: collect_suppressions(root, text).into_keys().collect(),
             ..FileFacts::default()
         };
+        return (facts, register_calls);
     }
 
     let (resolve, bindings, fences) = file_fences(root, text, anchored, vocabulary);
@@ -268,7 +285,7 @@ pub fn analyze_with(
             .module_level
             .retain(|name, _| at.get(name).is_some_and(|&at| at < first_hook));
     }
-    FileFacts {
+    let facts = FileFacts {
         classes: class_facts,
         candidates: candidates.into_values().collect(),
         unresolved,
@@ -279,7 +296,8 @@ pub fn analyze_with(
         fullgraph,
         suppressions: ctx.fences.suppressions.keys().copied().collect(),
         model: ctx.model,
-    }
+    };
+    (facts, register_calls)
 }
 
 /// What fences through a decorator written `how`: a project's fencing

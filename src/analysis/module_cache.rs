@@ -95,6 +95,7 @@ pub(crate) fn read_module(
             &source.text,
             vocabulary,
             None,
+            None,
         )
     };
     Ok(if parsed.is_deep() {

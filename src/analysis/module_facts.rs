@@ -91,16 +91,23 @@ pub struct ModuleFacts {
     by_outer: HashMap<usize, Vec<usize>>,
 }
 
+/// A register call the scan query matched: the call, its argument list, and
+/// whether it registers a backward hook.
+pub type RegisterCall<'t> = (Node<'t>, Node<'t>, bool);
+
 impl ModuleFacts {
     /// Indexes one parsed module.
     /// `given_model`: the file's scope model where the matcher built one
     /// (else it is built here when a call's name could be an import).
-    pub fn build(
+    /// `given_registrations`: the register calls the matcher's scan found
+    /// in this same tree (else the scan runs here).
+    pub fn build<'t>(
         path: &Path,
-        root: Node<'_>,
+        root: Node<'t>,
         text: &str,
         vocabulary: &Vocabulary,
         given_model: Option<&SemanticModel>,
+        given_registrations: Option<&[RegisterCall<'t>]>,
     ) -> ModuleFacts {
         let module = module_name(path);
         let package = package_of(path, &module);
@@ -565,54 +572,66 @@ impl ModuleFacts {
             }
         }
 
-        // Registrations with torch, with the hook each is handed.
-        let compiled = vocabulary.compiled();
-        // A register call holds its registrar's name: only around the
-        // scan query's anchors.
-        let scan_ranges = vocabulary.anchor_ranges(text);
-        crate::syntax::each_match_in(
-            &compiled.scan.query,
-            root,
-            text,
-            &scan_ranges,
-            |pattern, captures| {
-                if compiled.scan.part(pattern) != 3 {
-                    return;
-                }
-                let (Some(call), Some(arguments)) = (
-                    capture(captures, compiled.registrations.call),
-                    capture(captures, compiled.registrations.arguments),
-                ) else {
-                    return;
-                };
-                // Backward hooks are listed, never fenced (see
-                // `verdict::BACKWARD_NOT_FENCED`): one the matcher cannot
-                // follow is resolved here as a backward hook, never a forward
-                // one.
-                let backward = capture(captures, compiled.registrations.backward).is_some();
-                let (method, hook) = crate::analysis::hook_values::registrar_and_hook(
-                    call, arguments, text, vocabulary,
+        // Registrations with torch, with the hook each is handed: the
+        // register calls the matcher's scan found in this tree, else the
+        // scan's own (a register call holds its registrar's name: only
+        // around the scan query's anchors).
+        let scanned: Vec<RegisterCall<'_>>;
+        let register_calls = match given_registrations {
+            Some(given) => given,
+            None => {
+                let compiled = vocabulary.compiled();
+                let scan_ranges = vocabulary.anchor_ranges(text);
+                let mut found = Vec::new();
+                crate::syntax::each_match_in(
+                    &compiled.scan.query,
+                    root,
+                    text,
+                    &scan_ranges,
+                    |pattern, captures| {
+                        if compiled.scan.part(pattern) != 3 {
+                            return;
+                        }
+                        if let (Some(call), Some(arguments)) = (
+                            capture(captures, compiled.registrations.call),
+                            capture(captures, compiled.registrations.arguments),
+                        ) {
+                            let backward =
+                                capture(captures, compiled.registrations.backward).is_some();
+                            found.push((call, arguments, backward));
+                        }
+                    },
                 );
-                let Some(hook) = hook else {
-                    return;
-                };
-                let (line, column) = line_column(call, text);
-                let value = as_bound_at(
-                    value_of(hook, text, &by_start),
-                    &facts.imports,
-                    &scope_model,
-                    hook.start_byte(),
-                );
-                facts.registrations.push(Registration {
-                    line,
-                    column,
-                    value,
-                    scope: owner_of(call),
-                    registrar: method.to_owned(),
-                    backward,
-                });
-            },
-        );
+                scanned = found;
+                &scanned
+            }
+        };
+        for &(call, arguments, backward) in register_calls {
+            // Backward hooks are listed, never fenced (see
+            // `verdict::BACKWARD_NOT_FENCED`): one the matcher cannot
+            // follow is resolved here as a backward hook, never a forward
+            // one.
+            let (method, hook) =
+                crate::analysis::hook_values::registrar_and_hook(call, arguments, text, vocabulary);
+            let Some(hook) = hook else {
+                continue;
+            };
+            let (line, column) = line_column(call, text);
+            let value = as_bound_at(
+                value_of(hook, text, &by_start),
+                &facts.imports,
+                &scope_model,
+                hook.start_byte(),
+            );
+            facts.registrations.push(Registration {
+                line,
+                column,
+                value,
+                scope: owner_of(call),
+                registrar: method.to_owned(),
+                backward,
+            });
+        }
         for (node, name, class) in locals {
             if let (Some(class), Some(owner)) = (class, owner_of(node)) {
                 facts.functions[owner].locals.insert(name, class);

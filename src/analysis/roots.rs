@@ -750,6 +750,7 @@ mod tests {
             &text,
             &crate::analysis::vocabulary::Vocabulary::default(),
             None,
+            None,
         );
         let found = parameter_classes(&module);
         assert!((0..2_000).all(|i| found.contains(format!("P{i}").as_str())));

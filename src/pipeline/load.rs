@@ -148,7 +148,10 @@ pub(crate) fn load_parsed(
     // forward, swap its class or define a forward (hooks found by use); every other module is read by name when a call
     // reaches it. The same rule with and without the prefilter, so that
     // it cannot change an answer.
-    let index_of = |facts: &FileFacts, root: tree_sitter::Node<'_>, text: &str| {
+    let index_of = |facts: &FileFacts,
+                    register_calls: &[module_facts::RegisterCall<'_>],
+                    root: tree_sitter::Node<'_>,
+                    text: &str| {
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
             || prefilter::may_replace_forward(text)
@@ -161,31 +164,37 @@ pub(crate) fn load_parsed(
                 text,
                 &options.vocabulary,
                 Some(&facts.model),
+                Some(register_calls),
             ))
         })
     };
     let (mut facts, module, tree) = match &shadow {
         None => {
-            let facts = matcher::analyze_with(
+            let (facts, register_calls) = matcher::analyze_scanned(
                 &tree,
                 &source.text,
                 &options.vocabulary,
                 anchored,
                 &discovered,
             );
-            let module = index_of(&facts, tree.root_node(), &source.text);
+            let module = index_of(&facts, &register_calls, tree.root_node(), &source.text);
             (facts, module, Some(tree))
         }
         Some(shadow) => {
             let shadow_tree = parse_checked(path, &shadow.text)?.tree;
-            let mut facts = matcher::analyze_with(
+            let (mut facts, register_calls) = matcher::analyze_scanned(
                 &shadow_tree,
                 &shadow.text,
                 &options.vocabulary,
                 anchored,
                 &discovered,
             );
-            let module = index_of(&facts, shadow_tree.root_node(), &shadow.text);
+            let module = index_of(
+                &facts,
+                &register_calls,
+                shadow_tree.root_node(),
+                &shadow.text,
+            );
             facts.restore(shadow, &source.text);
             (facts, module, None)
         }

@@ -36,6 +36,7 @@ impl Project {
                 text,
                 &vocabulary,
                 None,
+                None,
             )));
         }
         Project {

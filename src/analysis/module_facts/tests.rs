@@ -10,6 +10,7 @@ fn facts_of(text: &str) -> ModuleFacts {
         text,
         &Vocabulary::default(),
         None,
+        None,
     )
 }
 
