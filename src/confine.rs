@@ -25,7 +25,17 @@ pub struct Confinement {
     /// The files the walk takes in each directory asked about, by
     /// directory: one pruned walk per directory, not per file.
     taken: Mutex<HashMap<PathBuf, std::sync::Arc<std::collections::HashSet<PathBuf>>>>,
+    /// How many directories of each root were walked to, pruned.
+    pruned_walks: Mutex<HashMap<PathBuf, usize>>,
+    /// The files the walk takes below each root walked whole (past
+    /// [`MOST_PRUNED_WALKS`] directories asked about).
+    whole: Mutex<HashMap<PathBuf, std::sync::Arc<std::collections::HashSet<PathBuf>>>>,
 }
+
+/// After this many directories of one root walked to one by one, the root
+/// is walked whole, once: each pruned walk lists every directory on its
+/// way again.
+const MOST_PRUNED_WALKS: usize = 32;
 
 impl Confinement {
     /// Confinement to `roots` (resolved here; a root that does not exist
@@ -85,22 +95,44 @@ impl Confinement {
     /// takes a file depends only on the directories above it and the
     /// file's own name), kept for the next file asked there.
     fn walk_takes(&self, root: &Path, file: &Path) -> bool {
+        if let Some(all) = lock(&self.whole).get(root).cloned() {
+            return all.contains(file);
+        }
         let Some(dir) = file.parent() else {
             return false;
         };
-        let known = lock(&self.taken).get(dir).cloned();
-        let taken = match known {
-            Some(taken) => taken,
-            None => {
-                // Walked without the lock held.
-                let taken = std::sync::Arc::new(Confinement::files_taken_in(root, dir));
-                lock(&self.taken)
-                    .entry(dir.to_path_buf())
-                    .or_insert(taken)
-                    .clone()
-            }
+        if let Some(taken) = lock(&self.taken).get(dir).cloned() {
+            return taken.contains(file);
+        }
+        let walks = {
+            let mut walks = lock(&self.pruned_walks);
+            let count = walks.entry(root.to_path_buf()).or_insert(0);
+            *count += 1;
+            *count
         };
-        taken.contains(file)
+        // Walked without the lock held.
+        if walks > MOST_PRUNED_WALKS {
+            let all = std::sync::Arc::new(Confinement::files_taken_below(root));
+            return lock(&self.whole)
+                .entry(root.to_path_buf())
+                .or_insert(all)
+                .contains(file);
+        }
+        let taken = std::sync::Arc::new(Confinement::files_taken_in(root, dir));
+        lock(&self.taken)
+            .entry(dir.to_path_buf())
+            .or_insert(taken)
+            .contains(file)
+    }
+
+    /// The files (and links) the walk from `root` takes anywhere below it.
+    fn files_taken_below(root: &Path) -> std::collections::HashSet<PathBuf> {
+        ignore::WalkBuilder::new(root)
+            .build()
+            .filter_map(Result::ok)
+            .filter(|entry| !entry.file_type().is_some_and(|t| t.is_dir()))
+            .map(|entry| entry.path().to_path_buf())
+            .collect()
     }
 
     /// The files (and links) the walk from `root` takes directly in `dir`.
@@ -222,6 +254,7 @@ mod tests {
         // Another file of the same directory is answered by the same walk.
         assert!(!confinement.allows(&root.join("pkg/e.py")));
         assert_eq!(lock(&confinement.taken).len(), 1);
+        assert!(lock(&confinement.whole).is_empty());
         // A link that stays inside is the file it names.
         assert!(confinement.allows(&root.join("inside.py")));
         for refused in [
@@ -238,6 +271,40 @@ mod tests {
         assert!(!confinement.allows(&outside.path().join("mod.py")));
         // Asked again, the same answer (from the cache).
         assert!(!confinement.allows(&root.join("passwd.py")));
+    }
+
+    /// Past [`MOST_PRUNED_WALKS`] directories the root is walked whole, and
+    /// every answer stays what the walk pruned to the file's directory
+    /// gives.
+    #[test]
+    fn a_root_walked_whole_answers_as_the_pruned_walks_do() {
+        let project = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(project.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let dirs = MOST_PRUNED_WALKS + 8;
+        for d in 0..dirs {
+            std::fs::create_dir_all(root.join(format!("d{d}/sub"))).unwrap();
+            for file in ["a.py", "b.py", "sub/c.py"] {
+                std::fs::write(root.join(format!("d{d}/{file}")), "x = 1\n").unwrap();
+            }
+        }
+        std::fs::write(root.join(".gitignore"), "d*/b.py\nd5/\nd38/\n!d38/a.py\n").unwrap();
+        std::fs::write(root.join("d39/.gitignore"), "a.py\n").unwrap();
+        let confinement = Confinement::new(&[root.clone()], Selection::default());
+        let mut asked = 0;
+        for d in 0..dirs {
+            for file in ["a.py", "b.py", "sub/c.py"] {
+                let path = root.join(format!("d{d}/{file}"));
+                let expected =
+                    Confinement::files_taken_in(&root, path.parent().unwrap()).contains(&path);
+                assert_eq!(confinement.allows(&path), expected, "{}", path.display());
+                asked += usize::from(expected);
+            }
+        }
+        assert!(!lock(&confinement.whole).is_empty());
+        // Each directory's b.py, all of d5 and d38 (a directory ignored
+        // above is never entered), and d39's a.py are refused.
+        assert_eq!(asked, 3 * dirs - dirs - 2 * 2 - 1);
     }
 }
 
