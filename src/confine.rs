@@ -290,7 +290,7 @@ mod tests {
         }
         std::fs::write(root.join(".gitignore"), "d*/b.py\nd5/\nd38/\n!d38/a.py\n").unwrap();
         std::fs::write(root.join("d39/.gitignore"), "a.py\n").unwrap();
-        let confinement = Confinement::new(&[root.clone()], Selection::default());
+        let confinement = Confinement::new(std::slice::from_ref(&root), Selection::default());
         let mut asked = 0;
         for d in 0..dirs {
             for file in ["a.py", "b.py", "sub/c.py"] {
