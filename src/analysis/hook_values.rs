@@ -13,6 +13,20 @@ use crate::syntax::strip_space;
 use crate::syntax::{class_bases, enclosing_class};
 use crate::syntax::{dotted_name, short, text_of};
 
+/// The register call a match of `registrations.scm` captured: the call,
+/// its argument list, and whether its registrar is a backward one.
+pub(crate) fn register_call<'t>(
+    registrations: &crate::queries::Registrations,
+    captures: &[tree_sitter::QueryCapture<'t>],
+) -> Option<(Node<'t>, Node<'t>, bool)> {
+    use crate::syntax::capture;
+    Some((
+        capture(captures, registrations.call)?,
+        capture(captures, registrations.arguments)?,
+        capture(captures, registrations.backward).is_some(),
+    ))
+}
+
 /// The registrar a register call `call` (argument list `arguments`) names
 /// (the callee's last segment), and its hook argument at the position that
 /// registrar takes it (see [`hook_argument`]).

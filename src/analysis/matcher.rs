@@ -137,14 +137,7 @@ pub fn analyze_scanned<'t>(
                     hook_methods.push((class, def));
                 }
             }
-            _ => {
-                if let (Some(call), Some(arguments)) =
-                    (capture(captures, qr.call), capture(captures, qr.arguments))
-                {
-                    let backward = capture(captures, qr.backward).is_some();
-                    registrations.push((call, arguments, backward));
-                }
-            }
+            _ => registrations.extend(crate::analysis::hook_values::register_call(qr, captures)),
         },
     );
 

@@ -589,16 +589,11 @@ impl ModuleFacts {
                     text,
                     &scan_ranges,
                     |pattern, captures| {
-                        if compiled.scan.part(pattern) != 3 {
-                            return;
-                        }
-                        if let (Some(call), Some(arguments)) = (
-                            capture(captures, compiled.registrations.call),
-                            capture(captures, compiled.registrations.arguments),
-                        ) {
-                            let backward =
-                                capture(captures, compiled.registrations.backward).is_some();
-                            found.push((call, arguments, backward));
+                        if compiled.scan.part(pattern) == 3 {
+                            found.extend(crate::analysis::hook_values::register_call(
+                                &compiled.registrations,
+                                captures,
+                            ));
                         }
                     },
                 );

@@ -469,8 +469,8 @@ pub fn may_define_forward(text: &str) -> bool {
     // reads names, after NFKC, which is what the needles search too).
     let normal = crate::analysis::shadow::nfkc(text);
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
-    (spells(FORWARD) && NEEDLES.scan(text).needed && SIGNS.is_match(text))
-        || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan(text).needed)
+    (spells(FORWARD) && NEEDLES.scan_normal(&normal).needed && SIGNS.is_match(text))
+        || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
 }
 
 /// A tensor subclass's op hook: torch calls it for every op on its
