@@ -270,6 +270,15 @@ fn find_error(node: Node<'_>) -> Option<Node<'_>> {
     }
 }
 
+/// `count` small module-level defs, one after another: a flat file of
+/// thousands of nodes, for tests of walks that should step over them.
+#[cfg(test)]
+pub(crate) fn flat_defs(count: usize) -> String {
+    (0..count)
+        .map(|i| format!("def f{i}(a, b):\n    return [a + b * {i} for _ in a]\n"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,12 +320,7 @@ mod tests {
 
     #[test]
     fn the_depth_walk_does_not_enter_small_subtrees() {
-        let mut text = String::new();
-        for i in 0..200 {
-            text.push_str(&format!(
-                "def f{i}(a, b):\n    return [a + b * {i} for _ in a]\n"
-            ));
-        }
+        let text = flat_defs(200);
         let tree = parse(&text).expect("parses");
         let (depth, visited) = depth_walk(&tree, MAX_TREE_DEPTH, SHALLOW_DEPTH);
         assert!(matches!(depth, Ok(d) if d <= SHALLOW_DEPTH));

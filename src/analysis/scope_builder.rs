@@ -731,12 +731,7 @@ mod tests {
 
     #[test]
     fn parents_toward_one_node_step_over_the_rest_of_the_file() {
-        let mut text = String::new();
-        for i in 0..200 {
-            text.push_str(&format!(
-                "def f{i}(a, b):\n    return [a + b * {i} for _ in a]\n"
-            ));
-        }
+        let mut text = crate::parse::flat_defs(200);
         text.push_str("def last(q):\n    return q\n");
         let tree = crate::parse::parse(&text).expect("parses");
         let root = tree.root_node();
