@@ -65,6 +65,10 @@ pub struct ProjectIndex<'v> {
     /// [`ProjectIndex::caller`]'s call targets, by the module's facts
     /// (their address) and the function's index.
     pub(super) callers: Mutex<HashMap<(usize, usize), CallTargets>>,
+    /// The functions and target lists whose calls some thread has resolved
+    /// ahead of the summaries' search (see `ProjectIndex::resolve_reachable`),
+    /// by address (a list's index is `usize::MAX`).
+    pub(super) resolved_ahead: Mutex<std::collections::HashSet<(usize, usize)>>,
     /// What [`ProjectIndex::discover`] found calls each protocol method on
     /// hook objects (see [`crate::found::Discovered::dispatchers`]).
     pub(super) dispatchers: std::sync::OnceLock<Dispatchers>,
@@ -137,6 +141,7 @@ impl<'v> ProjectIndex<'v> {
             imported: Mutex::default(),
             module_files: Mutex::default(),
             callers: Mutex::default(),
+            resolved_ahead: Mutex::default(),
             held: Mutex::default(),
             replayed: Mutex::default(),
             dispatchers: std::sync::OnceLock::new(),

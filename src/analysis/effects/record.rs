@@ -254,6 +254,18 @@ impl Summaries {
             .fetch_add(effects, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether `key` is summarised, as far as can be told without waiting:
+    /// `false` while another thread holds the summaries.
+    pub(crate) fn known_now(&self, key: &FnKey) -> bool {
+        match self.memo.try_lock() {
+            Ok(memo) => memo.done.contains_key(key),
+            Err(std::sync::TryLockError::Poisoned(memo)) => {
+                memo.into_inner().done.contains_key(key)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
+        }
+    }
+
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, SummaryMemo> {
         self.memo
             .lock()

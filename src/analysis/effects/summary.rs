@@ -54,6 +54,10 @@ impl ProjectIndex<'_> {
     /// that is not summarised yet.
     pub fn summary(&self, function: &FunctionRef) -> Arc<Summary> {
         let summaries = &self.loaded.summaries;
+        if let Some(done) = summaries.lock().done.get(&key_of(function)) {
+            return Arc::clone(done);
+        }
+        self.resolve_reachable(function);
         let mut memo = summaries.lock();
         if let Some(done) = memo.done.get(&key_of(function)) {
             return Arc::clone(done);
@@ -63,6 +67,37 @@ impl ProjectIndex<'_> {
             .get(&key_of(function))
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// Resolves the calls of the functions `root` reaches that are not
+    /// summarised yet, before the summaries are locked: threads that
+    /// summarise at once (the forwards' steps) then resolve calls, and read
+    /// modules on demand, in parallel, and the search under the lock finds
+    /// the targets resolved. Each function and target list is taken by one
+    /// thread; a function another thread took may still be unresolved when
+    /// the search reaches it, which then resolves it itself. Nothing here
+    /// changes an answer: the targets are the same whoever resolves them.
+    pub(super) fn resolve_reachable(&self, root: &FunctionRef) {
+        let take = |key: (usize, usize)| {
+            self.resolved_ahead
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key)
+        };
+        let mut pending: Vec<FunctionRef> = vec![root.clone()];
+        while let Some(function) = pending.pop() {
+            if !take((Arc::as_ptr(&function.0) as usize, function.1))
+                || self.loaded.summaries.known_now(&key_of(&function))
+            {
+                continue;
+            }
+            let Caller(node) = self.caller(&function);
+            for list in node.callees.iter() {
+                if take((list_id(list), usize::MAX)) {
+                    pending.extend(list.iter().cloned());
+                }
+            }
+        }
     }
 
     /// Tarjan's strongly connected components from `root`, iteratively;

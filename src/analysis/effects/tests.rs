@@ -348,3 +348,34 @@ fn summaries_are_kept_over_the_same_modules_and_dropped_over_others() {
     assert!(Arc::ptr_eq(&both, &after));
     assert_eq!(p.cache.summaries.computed(), computed);
 }
+
+#[test]
+fn calls_are_resolved_ahead_of_the_summaries_once_per_function_and_list() {
+    // A chain and a table: every function the hook reaches has its calls
+    // resolved before the summaries are locked (so threads resolve in
+    // parallel), each function and each shared target list taken once.
+    let resolved = |n: usize| {
+        let mut text = String::from("def hook(m, args):\n    f0(m)\n\n\n");
+        for i in 0..n {
+            text.push_str(&format!("def f{i}(m):\n    f{}(m)\n\n\n", i + 1));
+        }
+        text.push_str(&format!("def f{n}(m):\n    m.to('cuda')\n"));
+        let p = Project::new(&[("m.py", &text)]);
+        let index = p.index();
+        let hook = p.function("m.py", "hook");
+        index.resolve_reachable(&hook);
+        let functions = index.callers.lock().unwrap().len();
+        let taken = index.resolved_ahead.lock().unwrap().len();
+        // Nothing is left for the search to resolve, and it finds the
+        // effect at the end of the chain.
+        let evidence = p.evidence("m.py", "hook").unwrap();
+        assert!(evidence.contains(".to("), "{evidence}");
+        (functions, taken)
+    };
+    let (functions, taken) = resolved(200);
+    assert_eq!(functions, 202, "the hook and f0..=f200");
+    // One entry per function, one per call's target list.
+    assert!(taken <= 2 * 202, "{taken}");
+    let (_, larger) = resolved(400);
+    assert!(larger <= 2 * taken + 4, "{taken} at 200, {larger} at 400");
+}
