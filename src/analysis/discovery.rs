@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::analysis::module_facts::{CallFact, Callee, ForwardReplacement, ModuleFacts, Value};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::roots::StepEvidence;
 use crate::analysis::vocabulary::{BUILTIN_CONTAINERS, GENERIC_METHODS};
 use crate::found::{Discovered, EntryPoint, Found, identity};
 
@@ -44,8 +45,39 @@ impl ProjectIndex<'_> {
     /// What the forward wrappers of every indexed module call around the
     /// original forward: the hooks they run.
     pub fn discover(&self, unresolved: &HashSet<(PathBuf, usize, usize)>) -> Discovered {
+        use rayon::prelude::*;
+        // Each module's register calls and forward replacements on their
+        // own (in parallel), then what each found taken in the modules'
+        // order: the first reason found for a function is the one kept,
+        // as if they had been followed one module after another.
+        let found: Vec<(Discovered, Vec<StepEvidence>)> = self
+            .modules
+            .par_iter()
+            .map(|module| self.discover_in(module, unresolved))
+            .collect();
         let mut discovered = Discovered::default();
-        for module in &self.modules {
+        for (found, evidence) in found {
+            discovered.absorb(found);
+            self.keep_step_evidence(evidence);
+        }
+        self.swapped_class_roots(&mut discovered);
+        self.forward_steps(&mut discovered);
+        self.torch_function_dispatch(&mut discovered);
+        let _ = self.dispatchers.set(discovered.dispatchers.clone());
+        discovered
+    }
+
+    /// What `module`'s register calls and forward replacements reach (see
+    /// [`ProjectIndex::discover`]), with the evidence of the steps they
+    /// call, in the order found.
+    fn discover_in(
+        &self,
+        module: &Arc<ModuleFacts>,
+        unresolved: &HashSet<(PathBuf, usize, usize)>,
+    ) -> (Discovered, Vec<StepEvidence>) {
+        let mut discovered = Discovered::default();
+        let mut step_evidence: Vec<StepEvidence> = Vec::new();
+        {
             // What a helper's callers pass to the registrations of its
             // parameter, by registration: asked once per registration.
             let mut passed_by_registration: HashMap<usize, Vec<FunctionRef>> = HashMap::new();
@@ -122,7 +154,7 @@ impl ProjectIndex<'_> {
                     self.dispatch_of_hook(&hook_module, hook, true, &mut discovered);
                     let mut evidence = Vec::new();
                     self.applied_by_hook(&hook_module, hook, &mut discovered, &mut evidence);
-                    self.keep_step_evidence(evidence);
+                    step_evidence.append(&mut evidence);
                     self.passed_to_closure(
                         &hook_module,
                         hook,
@@ -180,15 +212,11 @@ impl ProjectIndex<'_> {
                         &mut discovered,
                         &mut evidence,
                     );
-                    self.keep_step_evidence(evidence);
+                    step_evidence.append(&mut evidence);
                 }
             }
         }
-        self.swapped_class_roots(&mut discovered);
-        self.forward_steps(&mut discovered);
-        self.torch_function_dispatch(&mut discovered);
-        let _ = self.dispatchers.set(discovered.dispatchers.clone());
-        discovered
+        (discovered, step_evidence)
     }
 
     fn hooks_of_wrapper(
@@ -467,12 +495,30 @@ impl Discovered {
             });
     }
 
+    /// Everything `other` found, added as it was found there: a function's
+    /// first reason is kept (a forward one over a backward one), and so is
+    /// a protocol's.
+    pub(super) fn absorb(&mut self, other: Discovered) {
+        self.resolved.extend(other.resolved);
+        for (method, why) in other.protocols {
+            self.protocols.entry(method).or_insert(why);
+        }
+        for (method, entries) in other.dispatchers {
+            self.dispatchers.entry(method).or_default().extend(entries);
+        }
+        self.absorb_functions(other.functions, other.names);
+    }
+
     /// The functions `other` found by use, added as [`Discovered::add_function`]
     /// adds each, in order.
-    pub(super) fn absorb_functions(&mut self, other: Discovered) {
-        self.names.extend(other.names);
-        for (at, why) in &other.functions {
-            self.add_found(at.clone(), why);
+    pub(super) fn absorb_functions(
+        &mut self,
+        functions: std::collections::BTreeMap<(PathBuf, usize, usize), Found>,
+        names: std::collections::BTreeSet<String>,
+    ) {
+        self.names.extend(names);
+        for (at, why) in functions {
+            self.add_found(at, &why);
         }
     }
 }

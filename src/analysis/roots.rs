@@ -140,7 +140,7 @@ impl ProjectIndex<'_> {
             })
             .collect();
         for (found, evidence) in found {
-            discovered.absorb_functions(found);
+            discovered.absorb_functions(found.functions, found.names);
             self.keep_step_evidence(evidence);
         }
     }

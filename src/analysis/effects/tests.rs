@@ -379,3 +379,28 @@ fn calls_are_resolved_ahead_of_the_summaries_once_per_function_and_list() {
     let (_, larger) = resolved(400);
     assert!(larger <= 2 * taken + 4, "{taken} at 200, {larger} at 400");
 }
+
+#[test]
+fn what_modules_find_in_parallel_keeps_the_first_reason_in_module_order() {
+    // Eight modules install forward wrappers that call one loader: the
+    // loader is found by use once, for the first module's wrapper, however
+    // the modules' discovery is spread over threads.
+    let installer = "from hooks import load\n\n\ndef install(m):\n    old = m.forward\n\n    \
+                     def wrapper(*args):\n        load(m)\n        return old(*args)\n\n    \
+                     m.forward = wrapper\n";
+    let names: Vec<String> = (0..8).map(|i| format!("install_{i}.py")).collect();
+    let mut files: Vec<(&str, &str)> = vec![("hooks.py", "def load(m):\n    m.to('cuda')\n")];
+    files.extend(names.iter().map(|n| (n.as_str(), installer)));
+    let p = Project::new(&files);
+    for _ in 0..4 {
+        let discovered = p.index().discover(&std::collections::HashSet::new());
+        let reasons: Vec<&crate::found::Found> = discovered
+            .functions
+            .iter()
+            .filter(|((path, _, _), _)| path.ends_with("hooks.py"))
+            .map(|(_, why)| why)
+            .collect();
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(reasons[0].path.ends_with("install_0.py"), "{reasons:?}");
+    }
+}
