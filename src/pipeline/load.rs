@@ -25,6 +25,10 @@ pub(crate) struct Loaded {
     /// What the project index records of it.
     pub(crate) module: Option<std::sync::Arc<module_facts::ModuleFacts>>,
     pub(crate) work: Work,
+    /// Matched whole (not read only for its `fullgraph=True` note): what
+    /// it holds depends on the vocabulary's queries and the functions found
+    /// by use in it, not on the prefilter's needles.
+    pub(crate) matched: bool,
 }
 
 /// What is left to do for a parsed file.
@@ -236,6 +240,7 @@ pub(crate) fn load_parsed(
         has_candidates,
         module,
         work,
+        matched: true,
     })
 }
 
@@ -294,6 +299,7 @@ pub(crate) fn fullgraph_only(path: &Path, source: Source) -> Result<Loaded, File
         has_candidates: false,
         module: None,
         work,
+        matched: false,
     })
 }
 

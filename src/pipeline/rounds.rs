@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use crate::analysis::file_facts::FileFacts;
 use crate::analysis::verdict::ClassIndex;
+use crate::analysis::vocabulary::Vocabulary;
 use crate::analysis::{file_facts, prefilter, project, verdict};
 use crate::error::FileError;
 use crate::options::Options;
@@ -49,14 +50,11 @@ pub(crate) fn analyze_rounds(
         let mut discovered = (*options.discovered).clone();
         discovered.merge(found);
         let vocabulary = options.vocabulary.with_discovered(&discovered);
-        let added: BTreeSet<prefilter::Needle> = vocabulary
-            .needles
-            .iter()
-            .filter(|n| !options.vocabulary.needles.contains(n))
-            .cloned()
-            .collect();
+        let (added, added_to_matching) =
+            added_needles(&options.vocabulary, &vocabulary, &discovered);
         carry = Some(Carry {
-            added: added.into_iter().collect(),
+            added,
+            added_to_matching,
             discovered: std::sync::Arc::clone(&options.discovered),
             ..earlier
         });
@@ -64,6 +62,32 @@ pub(crate) fn analyze_rounds(
         options.discovered = std::sync::Arc::new(discovered);
         round += 1;
     }
+}
+
+/// The needles `new` adds to `old`, where `new` is `old` with what was
+/// found by use (`discovered`, cumulative), and those of them that can
+/// change what a file matched whole holds: the hook methods of protocols
+/// found by use. The names of functions found by use are needles only so
+/// that the prefilter parses the files defining them; the functions
+/// themselves are found by place (see [`found::Discovered::files_changed_since`]).
+fn added_needles(
+    old: &Vocabulary,
+    new: &Vocabulary,
+    discovered: &found::Discovered,
+) -> (Vec<prefilter::Needle>, Vec<prefilter::Needle>) {
+    let added = |vocabulary: &Vocabulary| -> Vec<prefilter::Needle> {
+        vocabulary
+            .needles
+            .iter()
+            .filter(|n| !old.needles.contains(n))
+            .cloned()
+            .collect()
+    };
+    let matching = old.with_discovered(&found::Discovered {
+        protocols: discovered.protocols.clone(),
+        ..found::Discovered::default()
+    });
+    (added(new), added(&matching))
 }
 
 /// What one round of [`analyze_once`] hands the next.
@@ -76,6 +100,9 @@ pub(crate) struct Carry {
     pub(crate) searched: BTreeSet<String>,
     /// The needles the new round's vocabulary adds.
     pub(crate) added: Vec<prefilter::Needle>,
+    /// Those of `added` that a file matched whole can match differently
+    /// for: the hook methods of protocols found by use.
+    pub(crate) added_to_matching: Vec<prefilter::Needle>,
     /// What was found by use when the earlier round ran.
     pub(crate) discovered: std::sync::Arc<found::Discovered>,
 }
@@ -214,13 +241,24 @@ pub(crate) fn analyze_once(
             let changed = options.discovered.files_changed_since(&carry.discovered);
             let added = (!carry.added.is_empty())
                 .then(|| prefilter::Needles::new(carry.added.iter().cloned()));
+            let added_to_matching = (!carry.added_to_matching.is_empty())
+                .then(|| prefilter::Needles::new(carry.added_to_matching.iter().cloned()));
             let outcomes: Vec<Outcome> = carry
                 .loaded
                 .into_par_iter()
                 .map(|file| {
                     // A file read only for its `fullgraph=True` note (no
                     // module facts) is searched like one not parsed yet.
-                    let again = read_again(&file.path, added.as_ref(), &changed);
+                    // A file matched whole would match to the same facts
+                    // unless it spells a new hook method: the names of
+                    // functions found by use do not change a match (what
+                    // was found in it does: `changed`).
+                    let needles = if file.matched {
+                        added_to_matching.as_ref()
+                    } else {
+                        added.as_ref()
+                    };
+                    let again = read_again(&file.path, needles, &changed);
                     if !again {
                         return Outcome::Parsed(Box::new(file));
                     }
@@ -330,6 +368,7 @@ pub(crate) fn analyze_once(
                 scanned,
                 searched,
                 added: Vec::new(),
+                added_to_matching: Vec::new(),
                 discovered: std::sync::Arc::clone(&options.discovered),
             },
         ),
@@ -440,4 +479,38 @@ pub(crate) fn conclude(
         scanned,
     };
     Concluded::Ended(analysis, discovered, classes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_functions_found_by_use_do_not_make_a_matched_file_read_again() {
+        let old = Vocabulary::default();
+        let mut discovered = found::Discovered::default();
+        discovered.names.insert("unmerge".into());
+        let (added, matching) = added_needles(&old, &old.with_discovered(&discovered), &discovered);
+        assert!(added.iter().any(|n| n.name == "unmerge"), "{added:?}");
+        assert!(matching.is_empty(), "{matching:?}");
+        // A protocol found by use is a hook method: a file that spells it
+        // matches differently.
+        discovered.protocols.insert(
+            "pre_fwd_exec".into(),
+            found::Found {
+                how: "dispatch",
+                detail: String::new(),
+                path: PathBuf::from("m.py"),
+                line: 1,
+                backward: None,
+            },
+        );
+        let (added, matching) = added_needles(&old, &old.with_discovered(&discovered), &discovered);
+        assert!(added.iter().any(|n| n.name == "unmerge"));
+        assert!(
+            matching.iter().any(|n| n.name == "pre_fwd_exec"),
+            "{matching:?}"
+        );
+        assert!(matching.iter().all(|n| n.name != "unmerge"), "{matching:?}");
+    }
 }
