@@ -20,13 +20,13 @@ use std::sync::Arc;
 
 use crate::analysis::effects::judge::{Role, judge, judge_with, roles_with_defaults};
 use crate::analysis::effects::local::{ArgumentAt, CallValues};
+use crate::analysis::effects::record::StepEvidence;
 use crate::analysis::effects::record::{Effect, Link, Summary, Target};
 use crate::analysis::effects::value::{Root, Vals};
 use crate::analysis::hook_values::Value;
 use crate::analysis::module_facts::{CallFact, Callee, FunctionFact, ModuleFacts};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::reached::{Step, Through};
-use crate::analysis::roots::StepEvidence;
 use crate::found::{Discovered, Found, identity};
 
 impl ProjectIndex<'_> {

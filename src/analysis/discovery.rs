@@ -5,9 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::analysis::effects::record::StepEvidence;
 use crate::analysis::module_facts::{CallFact, Callee, ForwardReplacement, ModuleFacts, Value};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
-use crate::analysis::roots::StepEvidence;
 use crate::analysis::vocabulary::{BUILTIN_CONTAINERS, GENERIC_METHODS};
 use crate::found::{Discovered, EntryPoint, Found, identity};
 

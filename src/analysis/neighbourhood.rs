@@ -1,13 +1,15 @@
 //! Where a name of unknown origin is looked up: a module and the project
 //! modules it imports that may define the name, told from each file's text
 //! without parsing it (the names it spells after `def` or `class`, read once
-//! per file) and answered once per module and name.
+//! per file) and answered once per module and name; and a method called on
+//! a receiver of unknown type, looked up there by name.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::analysis::module_facts::ModuleFacts;
-use crate::analysis::project::{Imported, ProjectIndex};
+use crate::analysis::project::{FunctionRef, Imported, MOST_UNTYPED_TARGETS, ProjectIndex};
+use crate::analysis::vocabulary::GENERIC_METHODS;
 
 impl ProjectIndex<'_> {
     /// `module` and the project modules it imports (read from disk by
@@ -218,4 +220,47 @@ fn defined_in(path: &Path, keyword: &str) -> Option<std::collections::HashSet<Bo
 /// Where answers for `keyword` are kept: `def` first, `class` second.
 fn keyword_slot(keyword: &str) -> usize {
     usize::from(keyword != "def")
+}
+
+impl ProjectIndex<'_> {
+    /// The indexed methods named `method`, when few classes define one.
+    pub(super) fn untyped(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: &str,
+        held: bool,
+    ) -> Vec<FunctionRef> {
+        if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
+            return Vec::new();
+        }
+        let mut found: Vec<FunctionRef> = Vec::new();
+        let methods_in = |module: Arc<ModuleFacts>, found: &mut Vec<FunctionRef>| {
+            // In the order of the module's functions, not of its class map
+            // (whose order differs from run to run).
+            let mut methods: Vec<usize> = module
+                .classes
+                .values()
+                .flat_map(|class| class.methods.iter().copied())
+                .filter(|&i| module.functions[i].name == method)
+                .collect();
+            methods.sort_unstable();
+            found.extend(methods.into_iter().map(|i| (Arc::clone(&module), i)));
+        };
+        for module in self.neighbourhood(module, "def", method) {
+            methods_in(module, &mut found);
+        }
+        if found.is_empty() && held {
+            // Defined nowhere near: the project's few definitions of it. Not
+            // for what a call returned: that call tells the class, and one
+            // the analysis cannot see into hands back objects of the library
+            // it belongs to, not the project's.
+            for module in self.project_definers(module, method, MOST_UNTYPED_TARGETS) {
+                methods_in(module, &mut found);
+            }
+        }
+        if found.len() > MOST_UNTYPED_TARGETS {
+            return Vec::new();
+        }
+        found
+    }
 }

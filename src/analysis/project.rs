@@ -562,42 +562,6 @@ impl<'v> ProjectIndex<'v> {
         let kept: Targets = found.into();
         Arc::clone(lock().entry(key).or_insert(kept))
     }
-
-    /// The indexed methods named `method`, when few classes define one.
-    fn untyped(&self, module: &Arc<ModuleFacts>, method: &str, held: bool) -> Vec<FunctionRef> {
-        if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
-            return Vec::new();
-        }
-        let mut found: Vec<FunctionRef> = Vec::new();
-        let methods_in = |module: Arc<ModuleFacts>, found: &mut Vec<FunctionRef>| {
-            // In the order of the module's functions, not of its class map
-            // (whose order differs from run to run).
-            let mut methods: Vec<usize> = module
-                .classes
-                .values()
-                .flat_map(|class| class.methods.iter().copied())
-                .filter(|&i| module.functions[i].name == method)
-                .collect();
-            methods.sort_unstable();
-            found.extend(methods.into_iter().map(|i| (Arc::clone(&module), i)));
-        };
-        for module in self.neighbourhood(module, "def", method) {
-            methods_in(module, &mut found);
-        }
-        if found.is_empty() && held {
-            // Defined nowhere near: the project's few definitions of it. Not
-            // for what a call returned: that call tells the class, and one
-            // the analysis cannot see into hands back objects of the library
-            // it belongs to, not the project's.
-            for module in self.project_definers(module, method, MOST_UNTYPED_TARGETS) {
-                methods_in(module, &mut found);
-            }
-        }
-        if found.len() > MOST_UNTYPED_TARGETS {
-            return Vec::new();
-        }
-        found
-    }
 }
 
 impl ProjectIndex<'_> {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::analysis::effects::judge::{Role, forward_roles, judge_with};
 use crate::analysis::effects::local::Kind;
-use crate::analysis::effects::record::Target;
+use crate::analysis::effects::record::{StepEvidence, Target};
 use crate::analysis::effects::value::Root;
 use crate::analysis::hook_values::Value;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
@@ -74,13 +74,6 @@ const MODULE_METHODS: &[&str] = &[
 /// the compute function it calls) where it is not the root, and the roles
 /// its parameters play (what the forward hands it).
 type Pending = (FunctionRef, usize, Option<(usize, String)>, Vec<Role>);
-
-/// The evidence of a step a forward calls, in the forward's terms, by the
-/// step's file (its identity) and start byte.
-pub(super) type StepEvidence = (
-    (std::path::PathBuf, usize),
-    crate::analysis::effects::record::Effect,
-);
 
 impl ProjectIndex<'_> {
     /// The steps every module forward of the project calls: each class's

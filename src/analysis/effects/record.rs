@@ -178,6 +178,10 @@ impl BestEffects {
     }
 }
 
+/// The evidence of a step a forward calls, in the forward's terms, by the
+/// step's file (its identity) and start byte.
+pub(crate) type StepEvidence = (FnKey, Effect);
+
 /// The summaries of one run, kept across its rounds.
 #[derive(Debug, Default)]
 pub struct Summaries {
