@@ -12,6 +12,7 @@
 //! crate's public surface only.
 
 pub mod analysis;
+pub mod aside;
 pub mod cli;
 pub mod config;
 pub mod confine;

@@ -148,6 +148,35 @@ impl<'v> ProjectIndex<'v> {
         }
     }
 
+    /// Frees the index on a thread of its own (see [`crate::aside`]): its
+    /// memos hold an entry per call resolved, and the modules it indexed
+    /// may be held nowhere else.
+    pub fn drop_aside(self) {
+        let ProjectIndex {
+            modules,
+            by_path,
+            loaded,
+            roots,
+            vocabulary: _,
+            defined,
+            neighbourhoods,
+            imported,
+            module_files,
+            search_roots,
+            by_module_name,
+            held,
+            replayed,
+            callers,
+            resolved_ahead,
+            dispatchers,
+        } = self;
+        crate::aside::drop_aside((
+            (modules, by_path, loaded, roots, defined, neighbourhoods),
+            (imported, module_files, search_roots, by_module_name, held),
+            (replayed, callers, resolved_ahead, dispatchers),
+        ));
+    }
+
     pub fn module(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
         self.by_path
             .get(path)

@@ -27,20 +27,8 @@ pub fn analyze(paths: &[PathBuf], options: &Options) -> Analysis {
     let options = with_project_context(paths, &confined(paths, options));
     let mut analysis = analyze_rounds(paths, &options).0;
     report_read_on_demand(&mut analysis, &options);
-    drop_aside(options);
+    crate::aside::drop_aside(options);
     analysis
-}
-
-/// Drops `value` on a thread of its own: the modules read on demand and
-/// their summaries are freed while the caller goes on (renders and prints
-/// the result) instead of before it does. A process that ends first does
-/// not wait for it.
-fn drop_aside<T: Send + 'static>(value: T) {
-    let spawned = std::thread::Builder::new()
-        .name("hookfence-drop".into())
-        .spawn(move || drop(value));
-    // Where no thread can be made, the value was dropped with the closure.
-    let _ = spawned;
 }
 
 pub use confine::project_root_of;
@@ -170,23 +158,5 @@ pub fn analyze_source(path: PathBuf, raw: Vec<u8>, options: &Options) -> Analysi
             report_read_on_demand(&mut analysis, options);
             analysis
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_value_dropped_aside_is_dropped() {
-        struct Signals(std::sync::mpsc::Sender<()>);
-        impl Drop for Signals {
-            fn drop(&mut self) {
-                let _ = self.0.send(());
-            }
-        }
-        let (sender, receiver) = std::sync::mpsc::channel();
-        super::drop_aside(Signals(sender));
-        receiver
-            .recv_timeout(std::time::Duration::from_secs(30))
-            .expect("dropped on its own thread");
     }
 }

@@ -435,7 +435,7 @@ pub(crate) fn conclude(
     }
     let discovered = project.discover(&unresolved);
     if may_repeat && options.discovered.adds_to(&discovered) {
-        drop(project);
+        project.drop_aside();
         return Concluded::Again(discovered, loaded, errors);
     }
     let mut finished: Vec<Result<FileReport, FileError>> = Vec::new();
@@ -470,6 +470,7 @@ pub(crate) fn conclude(
             Err(err) => errors.push(err),
         }
     }
+    project.drop_aside();
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     errors.sort_by(|a, b| a.path().cmp(b.path()));
     let analysis = Analysis {
