@@ -74,6 +74,13 @@ impl Needle {
             context: Context::Defined,
         }
     }
+
+    pub fn replaced(name: impl Into<String>) -> Needle {
+        Needle {
+            name: name.into(),
+            context: Context::Replaced,
+        }
+    }
 }
 
 /// Names whose presence makes a file worth parsing.
@@ -479,43 +486,25 @@ pub const TORCH_FUNCTION_HOOK: &str = "__torch_function__";
 
 /// Whether `text` can replace a module's forward as `queries/index.scm`
 /// matches it: `forward` as an attribute assigned to (`.forward =`,
-/// `.forward: T =`) or as a whole string (`setattr(m, "forward", ...)`).
-/// Blanks and line continuations may stand around the `.` and the `=`.
+/// `.forward: T =`) or as a whole string after a comma with `setattr`
+/// shortly before (`setattr(m, "forward", ...)`). Blanks and line
+/// continuations may stand around the `.` and the `=`. It is the
+/// prefilter's own needle for it ([`Context::Replaced`]), so a file parsed
+/// without the prefilter is indexed for it exactly where the prefilter
+/// would have parsed it for it (a `"forward"` in a comment is neither).
 pub fn may_replace_forward(text: &str) -> bool {
-    may_assign_attribute(text, FORWARD)
+    static NEEDLES: std::sync::LazyLock<Needles> =
+        std::sync::LazyLock::new(|| Needles::new([Needle::replaced(FORWARD)]));
+    NEEDLES.scan(text).needed
 }
 
 /// Whether `text` can swap an object's class as `queries/index.scm`
 /// matches it (`m.__class__ = C`, `setattr(m, "__class__", C)`), by the
 /// same rule as [`may_replace_forward`].
 pub fn may_swap_class(text: &str) -> bool {
-    may_assign_attribute(text, CLASS_SWAP)
-}
-
-fn may_assign_attribute(text: &str, name: &str) -> bool {
-    let bytes = text.as_bytes();
-    let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
-    let blank = [' ', '\t', '\x0c', '\\', '\n', '\r'];
-    memchr::memmem::find_iter(bytes, name.as_bytes()).any(|at| {
-        let end = at + name.len();
-        let (before, after) = (bytes[..at].last(), bytes.get(end));
-        if before.is_some_and(|&b| matches!(b, b'"' | b'\''))
-            && after.is_some_and(|&b| matches!(b, b'"' | b'\''))
-        {
-            return true;
-        }
-        if before.is_some_and(|&b| is_word(b)) || after.is_some_and(|&b| is_word(b)) {
-            return false;
-        }
-        let dotted = text[..at].trim_end_matches(blank).ends_with('.');
-        let rest = text[end..].trim_start_matches(blank).as_bytes();
-        dotted
-            && match rest {
-                [b'=', b'=', ..] => false,
-                [b'=', ..] | [b':', ..] => true,
-                _ => false,
-            }
-    })
+    static NEEDLES: std::sync::LazyLock<Needles> =
+        std::sync::LazyLock::new(|| Needles::new([Needle::replaced(CLASS_SWAP)]));
+    NEEDLES.scan(text).needed
 }
 
 #[cfg(test)]

@@ -226,15 +226,9 @@ impl Vocabulary {
             .chain([Needle::anywhere(
                 crate::analysis::prefilter::SUPPRESSION_MARK,
             )])
-            .chain([Needle {
-                name: FORWARD.to_owned(),
-                context: Context::Replaced,
-            }])
+            .chain([Needle::replaced(FORWARD)])
             // A class swapped in (`m.__class__ = C`, `queries/index.scm`).
-            .chain([Needle {
-                name: crate::analysis::prefilter::CLASS_SWAP.to_owned(),
-                context: Context::Replaced,
-            }])
+            .chain([Needle::replaced(crate::analysis::prefilter::CLASS_SWAP)])
             .collect();
 
         // A class statement starts with the keyword `class`; the other parts

@@ -26,7 +26,12 @@ fn a_class_swap_is_told_from_its_text() {
         assert!(crate::analysis::prefilter::may_swap_class(text), "{text:?}");
         assert_eq!(swaps(text), found, "{text:?}");
     }
-    for text in ["c = m.__class__\n", "if m.__class__ == C: ...\n"] {
+    for text in [
+        "c = m.__class__\n",
+        "if m.__class__ == C: ...\n",
+        // A string the index's query cannot take for a swap.
+        "SLOT = \"__class__\"\n",
+    ] {
         assert!(
             !crate::analysis::prefilter::may_swap_class(text),
             "{text:?}"
@@ -60,6 +65,11 @@ fn a_forward_replacement_is_told_from_its_text() {
         "m.forward_pre = w\n",
         "old = m.forward\n",
         "doc = \"the forward pass\"\n",
+        // A whole string that is no argument of `setattr`: in a comment,
+        // a constant, a dict key.
+        "# runs before the \"forward\" pass\n",
+        "HOOK_KIND = \"forward\"\n",
+        "x = {\"forward\": 1}\n",
     ] {
         assert!(
             !crate::analysis::prefilter::may_replace_forward(text),
