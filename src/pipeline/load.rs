@@ -211,15 +211,19 @@ pub(crate) fn load_parsed(
         && facts.suppressions.is_empty();
     let work = if nothing {
         Work::Nothing
-    } else if facts.candidates.iter().all(|c| {
-        c.owner.is_none()
-            && (c.fence != file_facts::FenceState::Unfenced || c.own_evidence().is_some())
-    }) {
-        // Only the class index could change a decision, and only for
-        // protocol methods; only the project index, and only for hooks
-        // whose own body shows no offload work: plan now, while the other
-        // files are read (and while the tree is at hand to check the
-        // rewrite incrementally).
+    } else if facts
+        .candidates
+        .iter()
+        .all(|c| c.owner.is_none() && c.fence != file_facts::FenceState::Unfenced)
+    {
+        // Every hook is fenced or marked already: neither the class index
+        // (protocol methods) nor the project index (what each unfenced hook
+        // does, by data flow) can change a decision, so plan now, while the
+        // other files are read (and while the tree is at hand to check the
+        // rewrite incrementally). A hook whose own body shows a sign waits
+        // for the project too: a sign read by names alone (`x = x.to(...)`
+        // in a Function's `forward(ctx, x, ..., module)`) is no evidence
+        // until its caller says what `x` is.
         let index = ClassIndex::default();
         Work::Done(Box::new(finish(
             path.to_path_buf(),

@@ -471,18 +471,30 @@ impl crate::analysis::project::ProjectIndex<'_> {
         let function = module.function_at(line, column)?;
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
         let mut judged = judge(&summary, &module, &module.functions[function]);
-        if judged.evidence.is_none() {
-            // A step of a forward, judged in the forward's terms.
-            judged.evidence = self
-                .loaded
-                .step_evidence
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(&(
-                    crate::found::identity(&module.path),
-                    module.functions[function].start,
-                ))
-                .cloned();
+        // A step of a forward is judged in the forward's terms: its caller
+        // binds its parameters, so what each is (a weight, an activation)
+        // is known there. Its own judge reads its parameters as torch hands
+        // a hook's (context, the module, then activations), which says
+        // nothing of a function torch never calls (`Fn.forward(ctx, x,
+        // weight, bias, module)` would make `x` context). So is an
+        // attribute accessor of a swapped class, judged where it is found.
+        let step = self
+            .loaded
+            .step_evidence
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&(
+                crate::found::identity(&module.path),
+                module.functions[function].start,
+            ))
+            .cloned();
+        if let Some(step) = step {
+            // The sign that decides is no discount.
+            if step.path == module.path {
+                let decided = format!("line {}: ", step.line);
+                judged.discounted.retain(|d| !d.starts_with(&decided));
+            }
+            judged.evidence = Some(step);
         }
         Some(judged)
     }
