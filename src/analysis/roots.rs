@@ -253,10 +253,48 @@ impl ProjectIndex<'_> {
                             backward: None,
                         };
                         discovered.add_function(&at, function, &found);
+                        let accessor = (Arc::clone(&at), function);
+                        if let Some(served) = self.served_moved(&accessor) {
+                            self.keep_step_evidence(vec![(
+                                (
+                                    crate::found::identity(&at.path),
+                                    at.functions[function].start,
+                                ),
+                                served,
+                            )]);
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// What an attribute accessor of a swapped class (`__getattr__`) serves
+    /// moved: the value it makes of its own object's data (`p` of
+    /// `self.__dict__['_parameters'][name]`, `self._buffers[name]`) moved
+    /// to another device or cast is the attribute every read in the
+    /// forward sees, so each weight the forward reads crosses devices
+    /// there, though nothing is stored back (a copy made and used as a
+    /// value elsewhere is compute).
+    fn served_moved(
+        &self,
+        accessor: &FunctionRef,
+    ) -> Option<crate::analysis::effects::record::Effect> {
+        let summary = self.summary(accessor);
+        summary
+            .effects
+            .iter()
+            .filter(|e| {
+                matches!(e.kind, Kind::Move | Kind::Cast)
+                    && e.acts == crate::analysis::effects::local::Acts::Rebound
+                    && matches!(e.target, Target::Param { index: 0, .. })
+            })
+            .min_by(|a, b| a.rank().cmp(&b.rank()))
+            .map(|e| {
+                let mut served = e.clone();
+                served.detail = format!("{}: the copy is what each read is served", e.detail);
+                served
+            })
     }
 
     /// Keeps the evidence of steps (the first found for each step).
