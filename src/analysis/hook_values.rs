@@ -436,6 +436,31 @@ pub enum Value {
     Other(String),
 }
 
+/// The values an expression can be: each arm of a conditional expression
+/// (`A if c else B`, nested ones flattened), else the expression itself.
+pub(crate) fn alternatives(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut found = Vec::new();
+    let mut pending = vec![node];
+    while let Some(node) = pending.pop() {
+        match node.kind() {
+            "conditional_expression" => {
+                // Named children: the value, the condition, the other value.
+                if let Some(other) = node.named_child(2) {
+                    pending.push(other);
+                }
+                if let Some(value) = node.named_child(0) {
+                    pending.push(value);
+                }
+            }
+            "parenthesized_expression" if node.named_child_count() == 1 => {
+                pending.extend(node.named_child(0));
+            }
+            _ => found.push(node),
+        }
+    }
+    found
+}
+
 /// What an installed or returned value is, as far as one file tells:
 /// wrappers that keep the function (`functools.partial`, `types.MethodType`,
 /// `functools.update_wrapper`, `f.__get__(m)`) are seen through.

@@ -532,14 +532,17 @@ impl ModuleFacts {
         }
         assigned.sort_by_key(|(name, _)| name.start_byte());
         for (name, value) in assigned {
-            let entry = (
-                text_of(name, text).to_owned(),
-                value_of(value, text, &by_start),
-            );
-            match owner_of(name) {
-                Some(owner) => facts.functions[owner].assigned.push(entry),
-                None if class_of(name).is_none() => facts.assigned.push(entry),
-                None => {}
+            // `impl = A if weight_parallel else B`: the name holds either.
+            for value in crate::analysis::hook_values::alternatives(value) {
+                let entry = (
+                    text_of(name, text).to_owned(),
+                    value_of(value, text, &by_start),
+                );
+                match owner_of(name) {
+                    Some(owner) => facts.functions[owner].assigned.push(entry),
+                    None if class_of(name).is_none() => facts.assigned.push(entry),
+                    None => {}
+                }
             }
         }
         let mut annotated_attributes: Vec<(String, String, String)> = Vec::new();

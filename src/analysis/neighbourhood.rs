@@ -4,9 +4,11 @@
 //! per file) and answered once per module and name; and a method called on
 //! a receiver of unknown type, looked up there by name.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::analysis::hook_values::Value;
 use crate::analysis::module_facts::ModuleFacts;
 use crate::analysis::project::{FunctionRef, Imported, MOST_UNTYPED_TARGETS, ProjectIndex};
 use crate::analysis::vocabulary::GENERIC_METHODS;
@@ -129,6 +131,39 @@ impl ProjectIndex<'_> {
             }
         };
         words.is_some_and(|words| words.contains(word))
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// `method` of the classes a local of `function` is assigned
+    /// (`impl = Gathered if sharded else Plain; impl.apply(...)`): a call
+    /// that stands for a method of a class (`.apply` runs `forward` and
+    /// `backward`) through a variable holding the class.
+    pub(super) fn assigned_class_targets(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        local: &str,
+        method: &str,
+    ) -> crate::analysis::project::Targets {
+        let mut found: Vec<FunctionRef> = Vec::new();
+        let mut seen: HashSet<(PathBuf, usize)> = HashSet::new();
+        for (name, value) in &module.functions[function].assigned {
+            let (Value::Name(class) | Value::Attribute(class)) = value else {
+                continue;
+            };
+            if name != local || class == local {
+                continue;
+            }
+            for (at, class) in self.classes_named(module, class) {
+                for target in self.method_of(&at, &class, method, &mut HashSet::new()) {
+                    if seen.insert((target.0.path.clone(), target.1)) {
+                        found.push(target);
+                    }
+                }
+            }
+        }
+        found.into()
     }
 }
 

@@ -418,7 +418,7 @@ impl<'v> ProjectIndex<'v> {
                     let attribute = class.rsplit('.').next().unwrap_or(class);
                     return match class.contains('.') {
                         true => self.held_targets(module, attribute, Some(method)),
-                        false => Targets::default(),
+                        false => self.assigned_class_targets(module, function, class, method),
                     };
                 }
                 self.classes_named(module, class)
