@@ -631,6 +631,24 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
         let ctx_held = self.ctx_held_arguments(call, callee);
         for effect in &summary.effects {
             let targets = match ctx_held(&effect.target) {
+                // A tensor saved for backward is never moved in place: a
+                // moved or cast copy of it used as a value is compute; and
+                // ordering streams or waiting on it is no weight work of
+                // its own (what it orders may be the gradients').
+                Some(_)
+                    if matches!(&effect.target, Target::Param { attr: Some(a), .. }
+                            if a.starts_with("saved_tensors"))
+                        && (effect.acts == crate::analysis::effects::local::Acts::Rebound
+                            || matches!(
+                                effect.kind,
+                                crate::analysis::effects::local::Kind::Stream
+                                    | crate::analysis::effects::local::Kind::Sync
+                                    | crate::analysis::effects::local::Kind::Wait
+                                    | crate::analysis::effects::local::Kind::Rng
+                            )) =>
+                {
+                    continue;
+                }
                 Some(targets) => targets,
                 None => self.map_target(&effect.target, effect.acts, call, callee_fact, 0),
             };

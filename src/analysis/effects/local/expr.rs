@@ -398,6 +398,10 @@ impl<'t> Walker<'_, 't> {
                             receiver
                         }
                     }
+                    None if method == "save_for_backward" => {
+                        self.saved_for_backward(&receiver, &values);
+                        Vals::default()
+                    }
                     None => {
                         self.container_store(receiver_node, &method, &values);
                         if matches!(

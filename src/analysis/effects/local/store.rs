@@ -3,13 +3,26 @@
 
 use tree_sitter::Node;
 
-use super::{Acts, Kind, Walker, allocates_storage, move_words};
+use super::{Acts, CallValues, Kind, Walker, allocates_storage, move_words};
 use crate::analysis::effects::models::{self};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
 /// Most `ctx.<attr> = ...` stores kept for one function.
 const MOST_FIRST_PARAM_STORES: usize = 32;
+
+/// The attribute of a Function's `ctx` that hands back what its `forward`
+/// saved with `ctx.save_for_backward(...)`.
+const SAVED_TENSORS: &str = "saved_tensors";
+
+/// Kept where the positions of what was saved cannot be told.
+const SAVED_UNKNOWN: &str = "saved_tensors[?]";
+
+/// The `i`-th tensor `ctx.saved_tensors` hands back, as an attribute of
+/// `ctx` of its own.
+fn saved_tensor(i: usize) -> String {
+    format!("{SAVED_TENSORS}[{i}]")
+}
 
 impl<'t> Walker<'_, 't> {
     /// Binds `vals` to a target: a name, a pattern, or a place
@@ -90,8 +103,25 @@ impl<'t> Walker<'_, 't> {
             | "list" => {
                 let mut cursor = left.walk();
                 let parts: Vec<Node<'t>> = left.named_children(&mut cursor).collect();
-                for part in parts {
-                    self.store(part, vals.clone(), None);
+                // `x, w = ctx.saved_tensors`: each what the forward saved at
+                // its position (up to a starred part).
+                let saved = !self.context.method
+                    && !vals.0.is_empty()
+                    && vals.iter().all(|v| {
+                        v.root == Root::Param(0) && v.attr.as_deref() == Some(SAVED_TENSORS)
+                    });
+                let mut positional = saved;
+                for (i, part) in parts.into_iter().enumerate() {
+                    positional &= part.kind() != "list_splat_pattern";
+                    let vals = if positional {
+                        vals.clone().map(|v| Val {
+                            attr: Some(saved_tensor(i).into()),
+                            ..v
+                        })
+                    } else {
+                        vals.clone()
+                    };
+                    self.store(part, vals, None);
                 }
             }
             "list_splat_pattern" | "parenthesized_expression" => {
@@ -100,6 +130,55 @@ impl<'t> Walker<'_, 't> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `ctx.save_for_backward(a, b)` in a function that is no method (a
+    /// custom autograd Function's `forward`): `ctx.saved_tensors` hands
+    /// each back by position in `backward`, kept as the first parameter's
+    /// attribute `saved_tensors[i]` (what `ctx.w = w` keeps as `w`).
+    pub(super) fn saved_for_backward(&mut self, receiver: &Vals, values: &CallValues) {
+        if self.context.method
+            || receiver.0.is_empty()
+            || !receiver
+                .iter()
+                .all(|o| o.root == Root::Param(0) && o.attr.is_none())
+        {
+            return;
+        }
+        // Saved with another number of tensors elsewhere in the body
+        // (`save_for_backward(x, w)` in one branch, `(w)` in the other):
+        // positions mean different tensors there, so none is kept.
+        let stores = &mut self.facts.first_param_stores;
+        let saved_before: Vec<&str> = stores
+            .iter()
+            .filter(|(attr, _)| attr.starts_with(SAVED_TENSORS))
+            .map(|(attr, _)| &**attr)
+            .collect();
+        let count = if values.splat {
+            usize::MAX
+        } else {
+            values.positional.len()
+        };
+        if !saved_before.is_empty() {
+            let agrees = saved_before.iter().all(|a| *a != SAVED_UNKNOWN)
+                && saved_before.contains(&saved_tensor(count.saturating_sub(1)).as_str())
+                && !saved_before.contains(&saved_tensor(count).as_str());
+            if !agrees {
+                stores.retain(|(attr, _)| !attr.starts_with(SAVED_TENSORS));
+                stores.push((SAVED_UNKNOWN.into(), Vals::default()));
+                return;
+            }
+        }
+        if values.splat {
+            stores.push((SAVED_UNKNOWN.into(), Vals::default()));
+            return;
+        }
+        for (i, vals) in values.positional.iter().enumerate() {
+            if stores.len() >= MOST_FIRST_PARAM_STORES {
+                break;
+            }
+            stores.push((saved_tensor(i).into(), vals.clone()));
         }
     }
 
