@@ -11,6 +11,9 @@ use crate::analysis::effects::models::{self};
 use crate::analysis::effects::value::{Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
+/// The attribute `getattr(obj, name)` reads where `name` is computed.
+const COMPUTED_ATTRIBUTE: &str = "<computed>";
+
 impl<'t> Walker<'_, 't> {
     pub(super) fn value_of_name(&self, name: &str) -> Vals {
         if let Some(vals) = self.env.get(name) {
@@ -469,7 +472,11 @@ impl<'t> Walker<'_, 't> {
                             };
                             v.attribute(&attr).shaped(shape)
                         }),
-                        None => object,
+                        // An attribute of the object whose name is computed
+                        // (`getattr(self, name)`): one of its attributes,
+                        // never the object itself, so a moved copy of it is
+                        // no module moved in place.
+                        None => object.map(|v| v.attribute(COMPUTED_ATTRIBUTE)),
                     }
                 } else if name == "setattr" {
                     self.setattr(node, &values, &argument_nodes);
