@@ -66,6 +66,7 @@ pub mod roots;
 pub mod scope;
 pub mod scope_builder;
 pub mod shadow;
+pub mod swapped;
 pub mod unparsed;
 pub mod verdict;
 pub mod vocabulary;
