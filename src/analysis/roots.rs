@@ -416,14 +416,10 @@ impl ProjectIndex<'_> {
         let backward = (Arc::clone(&forward.0), backward);
         let evidence = self.judged_backward(&backward, &|e| {
             matches!(&e.target, Target::Param { index: 0, attr: Some(attr), .. }
-                if held_attrs.contains(&&**attr)
-                    // A saved tensor is never moved in place: a moved or
-                    // cast copy of it used as a value is compute.
-                    && !(attr.starts_with("saved_tensors")
-                        && e.acts == crate::analysis::effects::local::Acts::Rebound))
+                if held_attrs.contains(&&**attr))
                 // Ordering streams or waiting alone is no weight work of
                 // its own there: what it orders may be the gradients.
-                && !matches!(e.kind, Kind::Stream | Kind::Sync | Kind::Wait | Kind::Rng)
+                && !e.kind.orders_or_waits()
         })?;
         Some((backward, evidence))
     }

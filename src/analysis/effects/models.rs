@@ -204,6 +204,16 @@ pub fn method_model(name: &str, positional: usize) -> Option<MethodModel> {
     })
 }
 
+/// The attribute of a custom autograd Function's `ctx` that hands back
+/// what its `forward` saved with `ctx.save_for_backward(...)`;
+/// `saved_tensors[i]` stands for its `i`-th tensor.
+pub(crate) const SAVED_TENSORS: &str = "saved_tensors";
+
+/// Whether an attribute of `ctx` stands for what the forward saved.
+pub(crate) fn is_saved_tensor(attr: &str) -> bool {
+    attr.starts_with(SAVED_TENSORS)
+}
+
 /// Attributes of a module or tensor that hold module state.
 pub fn state_attribute(name: &str) -> bool {
     matches!(

@@ -637,15 +637,9 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
                 // its own (what it orders may be the gradients').
                 Some(_)
                     if matches!(&effect.target, Target::Param { attr: Some(a), .. }
-                            if a.starts_with("saved_tensors"))
+                            if crate::analysis::effects::models::is_saved_tensor(a))
                         && (effect.acts == crate::analysis::effects::local::Acts::Rebound
-                            || matches!(
-                                effect.kind,
-                                crate::analysis::effects::local::Kind::Stream
-                                    | crate::analysis::effects::local::Kind::Sync
-                                    | crate::analysis::effects::local::Kind::Wait
-                                    | crate::analysis::effects::local::Kind::Rng
-                            )) =>
+                            || effect.kind.orders_or_waits()) =>
                 {
                     continue;
                 }

@@ -78,6 +78,12 @@ impl Kind {
     pub fn device_wide(self) -> bool {
         matches!(self, Kind::Sync | Kind::Rng | Kind::Delegate)
     }
+
+    /// Ordering streams, waiting, or changing RNG state: no weight work of
+    /// its own in a `backward`, where what it orders may be the gradients'.
+    pub fn orders_or_waits(self) -> bool {
+        matches!(self, Kind::Stream | Kind::Sync | Kind::Wait | Kind::Rng)
+    }
 }
 
 /// One effect (or a sign that is none, with the reason) in a function's body.

@@ -4,16 +4,12 @@
 use tree_sitter::Node;
 
 use super::{Acts, CallValues, Kind, Walker, allocates_storage, move_words};
-use crate::analysis::effects::models::{self};
+use crate::analysis::effects::models::{self, SAVED_TENSORS, is_saved_tensor};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
 /// Most `ctx.<attr> = ...` stores kept for one function.
 const MOST_FIRST_PARAM_STORES: usize = 32;
-
-/// The attribute of a Function's `ctx` that hands back what its `forward`
-/// saved with `ctx.save_for_backward(...)`.
-const SAVED_TENSORS: &str = "saved_tensors";
 
 /// Kept where the positions of what was saved cannot be told.
 const SAVED_UNKNOWN: &str = "saved_tensors[?]";
@@ -152,7 +148,7 @@ impl<'t> Walker<'_, 't> {
         let stores = &mut self.facts.first_param_stores;
         let saved_before: Vec<&str> = stores
             .iter()
-            .filter(|(attr, _)| attr.starts_with(SAVED_TENSORS))
+            .filter(|(attr, _)| is_saved_tensor(attr))
             .map(|(attr, _)| &**attr)
             .collect();
         let count = if values.splat {
@@ -165,7 +161,7 @@ impl<'t> Walker<'_, 't> {
                 && saved_before.contains(&saved_tensor(count.saturating_sub(1)).as_str())
                 && !saved_before.contains(&saved_tensor(count).as_str());
             if !agrees {
-                stores.retain(|(attr, _)| !attr.starts_with(SAVED_TENSORS));
+                stores.retain(|(attr, _)| !is_saved_tensor(attr));
                 stores.push((SAVED_UNKNOWN.into(), Vals::default()));
                 return;
             }
