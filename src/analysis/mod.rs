@@ -24,6 +24,7 @@
 //! - [`hook_values`]: what a register call hands over, followed to definitions;
 //! - [`matcher`]: one file's hook candidates, classes and fences;
 //! - [`reached`]: how a function is reached when no call of it is written;
+//! - [`listings`]: what the directories of a run hold, each read once;
 //! - [`module_names`]: Python's names for files (modules, packages, roots);
 //! - [`function_facts`]: one function's facts (calls, returns, decorators,
 //!   its own effects);
@@ -52,6 +53,7 @@ pub mod file_facts;
 pub mod function_facts;
 pub mod hook_values;
 pub mod installs;
+pub mod listings;
 pub mod matcher;
 pub mod module_cache;
 pub mod module_facts;

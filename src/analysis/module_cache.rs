@@ -36,6 +36,8 @@ pub struct ModuleCache {
     /// For each import root and name: the files below it whose text calls
     /// that name (see `ProjectIndex::passed_for`), read once per run.
     pub(crate) callers: Mutex<HashMap<(PathBuf, Box<str>), Callers>>,
+    /// The directories looked in for modules, each read once per run.
+    pub listings: crate::analysis::listings::Listings,
 }
 
 /// The files that define each name with `def`.
@@ -73,6 +75,7 @@ impl ModuleCache {
 pub(crate) fn read_module(
     path: &Path,
     vocabulary: &crate::analysis::vocabulary::Vocabulary,
+    listings: &crate::analysis::listings::Listings,
 ) -> Result<ModuleFacts, crate::error::FileError> {
     use crate::error::FileError;
     let raw =
@@ -96,6 +99,7 @@ pub(crate) fn read_module(
             vocabulary,
             None,
             None,
+            listings,
         )
     };
     Ok(if parsed.is_deep() {

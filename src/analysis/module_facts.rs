@@ -108,8 +108,9 @@ impl ModuleFacts {
         vocabulary: &Vocabulary,
         given_model: Option<&SemanticModel>,
         given_registrations: Option<&[RegisterCall<'t>]>,
+        listings: &crate::analysis::listings::Listings,
     ) -> ModuleFacts {
-        let module = module_name(path);
+        let module = module_name(path, listings);
         let package = package_of(path, &module);
         let mut facts = ModuleFacts {
             path: path.to_path_buf(),

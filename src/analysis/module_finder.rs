@@ -53,13 +53,13 @@ impl ProjectIndex<'_> {
             if let Some(found) = indexed(true).filter(|m| m.path == package) {
                 return Some(Ok(Arc::clone(found)));
             }
-            if package.is_file() && self.loaded.confinement.allows(&package) {
+            if self.loaded.listings.is_file(&package) && self.loaded.confinement.allows(&package) {
                 return Some(Err(package));
             }
             if let Some(found) = indexed(false).filter(|m| m.path == module) {
                 return Some(Ok(Arc::clone(found)));
             }
-            if module.is_file() && self.loaded.confinement.allows(&module) {
+            if self.loaded.listings.is_file(&module) && self.loaded.confinement.allows(&module) {
                 return Some(Err(module));
             }
         }
@@ -97,7 +97,7 @@ impl ProjectIndex<'_> {
         let above: Vec<PathBuf> = roots
             .iter()
             .flat_map(|r| r.ancestors().skip(1).take(MOST_NAMESPACE_DEPTH))
-            .filter(|a| a.join(first).is_dir())
+            .filter(|a| self.loaded.listings.is_dir(&a.join(first)))
             .map(Path::to_path_buf)
             .collect();
         for dir in above {

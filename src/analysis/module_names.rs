@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The dotted module name of a file: its stem, under every enclosing
 /// directory that holds an `__init__.py`.
-pub fn module_name(path: &Path) -> String {
+pub fn module_name(path: &Path, listings: &crate::analysis::listings::Listings) -> String {
     // The directories above it, by name: from inside a package
     // (`hooks.py`, `../pkg/hooks.py`) only the absolute path names them.
     let walked = lexical_absolute(path);
@@ -20,7 +20,7 @@ pub fn module_name(path: &Path) -> String {
     }
     let mut dir = walked.parent();
     while let Some(d) = dir {
-        if !d.join("__init__.py").is_file() {
+        if !listings.is_file(&d.join("__init__.py")) {
             break;
         }
         match d.file_name() {

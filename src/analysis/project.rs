@@ -226,7 +226,11 @@ impl<'v> ProjectIndex<'v> {
         }
         // Read without the lock held: two threads may read one module at
         // once (the same facts; its error is reported once).
-        let facts = match crate::analysis::module_cache::read_module(path, self.vocabulary) {
+        let facts = match crate::analysis::module_cache::read_module(
+            path,
+            self.vocabulary,
+            &self.loaded.listings,
+        ) {
             Ok(facts) => Some(Arc::new(facts)),
             Err(err) => {
                 self.loaded

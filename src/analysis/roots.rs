@@ -671,6 +671,7 @@ mod tests {
             &crate::analysis::vocabulary::Vocabulary::default(),
             None,
             None,
+            &crate::analysis::listings::Listings::default(),
         );
         let found = parameter_classes(&module);
         assert!((0..2_000).all(|i| found.contains(format!("P{i}").as_str())));

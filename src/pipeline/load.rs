@@ -169,6 +169,7 @@ pub(crate) fn load_parsed(
                 &options.vocabulary,
                 Some(&facts.model),
                 Some(register_calls),
+                &options.module_cache.listings,
             ))
         })
     };

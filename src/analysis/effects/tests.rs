@@ -37,6 +37,7 @@ impl Project {
                 &vocabulary,
                 None,
                 None,
+                &crate::analysis::listings::Listings::default(),
             )));
         }
         Project {

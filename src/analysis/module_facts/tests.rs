@@ -11,6 +11,7 @@ fn facts_of(text: &str) -> ModuleFacts {
         &Vocabulary::default(),
         None,
         None,
+        &crate::analysis::listings::Listings::default(),
     )
 }
 
