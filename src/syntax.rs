@@ -187,6 +187,24 @@ pub fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a base of the class statement `class` is an expression that
+/// [`class_bases`] leaves out (a call, `base or other`): not a name, not a
+/// subscripted name, not a keyword (`metaclass=...`).
+pub fn has_computed_base(class: Node<'_>) -> bool {
+    let Some(list) = class.child_by_field_name("superclasses") else {
+        return false;
+    };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .any(|base| match base.kind() {
+            "identifier" | "attribute" | "keyword_argument" | "comment" => false,
+            "subscript" => base
+                .child_by_field_name("value")
+                .is_none_or(|v| !matches!(v.kind(), "identifier" | "attribute")),
+            _ => true,
+        })
+}
+
 /// Whether `node` is a scope that owns the statements in it: a `def` or a
 /// `lambda`.
 pub fn is_function(node: Node<'_>) -> bool {

@@ -33,6 +33,7 @@
 //! - [`module_facts`]: one module's facts for the project, gathered once;
 //! - [`project`]: every module's facts linked by name: what a call reaches,
 //!   with modules read on demand;
+//! - [`lineage`]: whether a class may be an `nn.Module`, by its bases;
 //! - [`fence_imports`]: fences another module of the project defines;
 //! - [`chain`]: evidence through calls, from a hook to offload work;
 //! - [`discovery`]: hooks found by use (forward wrappers, register calls);
@@ -53,6 +54,7 @@ pub mod file_facts;
 pub mod function_facts;
 pub mod hook_values;
 pub mod installs;
+pub mod lineage;
 pub mod listings;
 pub mod matcher;
 pub mod module_cache;

@@ -31,6 +31,9 @@ pub use crate::analysis::installs::{ForwardReplacement, Registration, SwappedCla
 pub struct ClassFacts {
     pub name: String,
     pub bases: Vec<String>,
+    /// Whether a base is an expression no name spells (`class A(make())`),
+    /// left out of [`ClassFacts::bases`]: the class may be anything.
+    pub computed_base: bool,
     /// `self.x = Cls(...)` anywhere in the class: `x -> Cls`.
     pub attributes: HashMap<String, String>,
     /// Its methods, as indices into [`ModuleFacts::functions`].
@@ -175,6 +178,7 @@ impl ModuleFacts {
                 facts.classes.entry(name.clone()).or_insert(ClassFacts {
                     name,
                     bases: crate::syntax::class_bases(class, text),
+                    computed_base: crate::syntax::has_computed_base(class),
                     ..ClassFacts::default()
                 });
             } else if let (Some(fwd), Some(target), Some(value)) = (

@@ -33,6 +33,22 @@ impl ProjectIndex<'_> {
         found
     }
 
+    /// Whether some leading part of the dotted path `full` is a module of
+    /// the project (as code in `near` imports it).
+    pub(super) fn in_project(&self, full: &str, near: &ModuleFacts) -> bool {
+        let mut prefix = String::new();
+        for part in full.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            if self.module_file(&prefix, near).is_some() {
+                return true;
+            }
+        }
+        false
+    }
+
     /// [`ProjectIndex::module_file`], looked up.
     fn find_module_file(&self, name: &str, near_root: &Option<PathBuf>) -> ModuleFile {
         // CPython's path finder: in each directory a package

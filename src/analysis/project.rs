@@ -201,22 +201,6 @@ impl<'v> ProjectIndex<'v> {
         }
     }
 
-    /// Whether some leading part of the dotted path `full` is a module of
-    /// the project (as code in `near` imports it).
-    fn in_project(&self, full: &str, near: &ModuleFacts) -> bool {
-        let mut prefix = String::new();
-        for part in full.split('.') {
-            if !prefix.is_empty() {
-                prefix.push('.');
-            }
-            prefix.push_str(part);
-            if self.module_file(&prefix, near).is_some() {
-                return true;
-            }
-        }
-        false
-    }
-
     pub(super) fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
         if let Some(i) = self.by_path.get(path) {
             return Some(Arc::clone(&self.modules[*i]));

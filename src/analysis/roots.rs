@@ -84,23 +84,25 @@ impl ProjectIndex<'_> {
         // In each module, in the order of its functions (its classes are a
         // map, whose order differs from run to run): the first reason
         // found for a step is the one kept.
-        let roots: Vec<(&Arc<ModuleFacts>, usize)> = self
-            .modules
-            .iter()
-            .flat_map(|module| {
-                let mut methods: Vec<usize> = module
-                    .classes
-                    .values()
-                    .flat_map(|class| class.methods.iter().copied())
-                    .filter(|&method| {
-                        let function = &module.functions[method];
-                        function.name == "forward" && function.fenced.is_none()
-                    })
-                    .collect();
-                methods.sort_unstable();
-                methods.into_iter().map(move |method| (module, method))
-            })
-            .collect();
+        // Only where the class may be an `nn.Module` (see `lineage`): a
+        // pipeline stage's or a runner's `forward` is no model's.
+        let mut known = crate::analysis::lineage::ModuleClasses::new();
+        let mut roots: Vec<(&Arc<ModuleFacts>, usize)> = Vec::new();
+        for module in &self.modules {
+            let mut methods: Vec<usize> = Vec::new();
+            for (name, class) in &module.classes {
+                let forwards = class.methods.iter().copied().filter(|&method| {
+                    let function = &module.functions[method];
+                    function.name == "forward" && function.fenced.is_none()
+                });
+                let forwards: Vec<usize> = forwards.collect();
+                if !forwards.is_empty() && self.may_be_module(module, name, &mut known) {
+                    methods.extend(forwards);
+                }
+            }
+            methods.sort_unstable();
+            roots.extend(methods.into_iter().map(|method| (module, method)));
+        }
         let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
             .par_iter()
             .map(|&(module, method)| {
