@@ -381,7 +381,7 @@ impl<'t> Walker<'_, 't> {
     }
 
     /// The leftmost name of an expression, for messages.
-    fn root_spelling(&self, node: Node<'_>) -> String {
+    pub(super) fn root_spelling(&self, node: Node<'_>) -> String {
         crate::syntax::root_name(node, self.text).map_or_else(|| self.spelled(node), str::to_owned)
     }
 

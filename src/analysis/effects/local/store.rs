@@ -195,7 +195,7 @@ impl<'t> Walker<'_, 't> {
                 .any(|o| o.shape == Shape::Tensor && attr.is_empty())
             || models::state_attribute(attr);
         let storage_factory = right.is_some_and(|r| allocates_storage(r, text));
-        let source = right.map_or_else(|| "a value".to_owned(), |r| self.root_spelling(r));
+        let source = right.map_or_else(|| "a value".to_owned(), |r| self.moved_spelling(r));
         for object in objects.iter().cloned() {
             if let Some(copied) = vals.copied() {
                 // A moved copy stored into a place: back into module state,
@@ -355,4 +355,42 @@ impl<'t> Walker<'_, 't> {
     }
 
     // -- expressions --------------------------------------------------------
+}
+
+impl Walker<'_, '_> {
+    /// What a chain of moves and casts acts on, spelled: `self.vae` for
+    /// `self.vae.cuda()`, `p` for `p.data.to(d)`; else the root name.
+    pub(super) fn moved_spelling(&self, node: Node<'_>) -> String {
+        let mut current = node;
+        while current.kind() == "call" {
+            let moved = current
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "attribute")
+                .filter(|f| {
+                    f.child_by_field_name("attribute").is_some_and(|a| {
+                        matches!(
+                            models::method_model(text_of(a, self.text), 0),
+                            Some(models::MethodModel::Move | models::MethodModel::Pin)
+                        )
+                    })
+                })
+                .and_then(|f| f.child_by_field_name("object"));
+            match moved {
+                Some(object) => current = object,
+                None => return self.root_spelling(node),
+            }
+        }
+        if current.kind() == "attribute"
+            && current
+                .child_by_field_name("attribute")
+                .is_some_and(|a| text_of(a, self.text) == "data")
+        {
+            current = current.child_by_field_name("object").unwrap_or(current);
+        }
+        if matches!(current.kind(), "identifier" | "attribute") && current != node {
+            self.spelled(current)
+        } else {
+            self.root_spelling(node)
+        }
+    }
 }
