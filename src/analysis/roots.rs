@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::analysis::effects::judge::{Role, forward_roles, judge_with};
+use crate::analysis::effects::judge::{Role, forward_roles, judge_with, neighbour_roles};
 use crate::analysis::effects::local::Kind;
 use crate::analysis::effects::record::{StepEvidence, Target};
 use crate::analysis::effects::value::Root;
@@ -430,7 +430,9 @@ impl ProjectIndex<'_> {
     /// device belongs with weight work: some effect it has is on module
     /// state, or a method of its class (for a function, one of its file)
     /// moves, casts or frees module state — `self`'s attributes or what it
-    /// is handed as the module, its other parameters read as activations.
+    /// is handed as the module (a plain function's parameter only where its
+    /// name says so: nothing binds it to a module), its other parameters
+    /// read as activations, what calls return left out.
     fn moves_state_nearby(
         &self,
         step: &FunctionRef,
@@ -499,16 +501,26 @@ impl ProjectIndex<'_> {
                 return false;
             }
             let summary = self.summary(&(Arc::clone(file), i));
+            let roles = neighbour_roles(neighbour);
+            // What it holds: `self`'s attributes, what it is handed as the
+            // module, a module-level value; not what a call it cannot see
+            // into returned (a tensor made by compute).
             let state_only = crate::analysis::effects::record::Summary {
                 effects: summary
                     .effects
                     .iter()
-                    .filter(|e| e.target != Target::Device)
+                    .filter(|e| match &e.target {
+                        Target::Param { index, .. } => matches!(
+                            roles.get(usize::from(*index)),
+                            Some(Role::SelfObject | Role::Module)
+                        ),
+                        Target::Captured { .. } | Target::Global(_) => true,
+                        Target::Unknown | Target::Handed | Target::Device => false,
+                    })
                     .cloned()
                     .collect(),
                 ..Default::default()
             };
-            let roles = forward_roles(neighbour);
             judge_with(&state_only, file, neighbour, &roles)
                 .evidence
                 .is_some()

@@ -162,6 +162,27 @@ pub fn forward_roles(function: &FunctionFact) -> Vec<Role> {
         .collect()
 }
 
+/// Roles where nothing says how a function is called (a neighbour of a
+/// step, asked whether it moves module state): a method's `self` is the
+/// object; a plain function's parameter is the module only where its name
+/// says so (`module`, `layer`), since it is no forward wrapper bound to one.
+pub fn neighbour_roles(function: &FunctionFact) -> Vec<Role> {
+    if function.is_method {
+        return forward_roles(function);
+    }
+    function
+        .parameters
+        .iter()
+        .map(|p| {
+            if is_module_name(p) {
+                Role::Module
+            } else {
+                Role::Activation
+            }
+        })
+        .collect()
+}
+
 /// Judges `summary` as the effects of `hook`, whose parameters play `roles`.
 pub fn judge_with(
     summary: &Summary,
