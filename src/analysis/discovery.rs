@@ -205,9 +205,25 @@ impl ProjectIndex<'_> {
                         backward: None,
                     };
                     let mut evidence = Vec::new();
+                    // Its first parameter is the module only where the
+                    // wrapper is bound to it (or put on the class); a
+                    // function set on an instance gets the inputs alone.
+                    let wrapper_fact = &wrapper_module.functions[wrapper];
+                    let roles = if replacement.bound
+                        || wrapper_fact.is_method
+                        || wrapper_fact.parameters.first().is_some_and(|p| p == "self")
+                    {
+                        crate::analysis::effects::judge::forward_roles(wrapper_fact)
+                    } else {
+                        vec![
+                            crate::analysis::effects::judge::Role::Activation;
+                            wrapper_fact.parameters.len()
+                        ]
+                    };
                     self.steps_of(
                         &wrapper_module,
                         wrapper,
+                        roles,
                         &why,
                         &mut discovered,
                         &mut evidence,
@@ -256,7 +272,13 @@ impl ProjectIndex<'_> {
         let first = function
             .parameters
             .get(first)
-            .filter(|_| function.splats.get(first) != Some(&true));
+            .filter(|_| function.splats.get(first) != Some(&true))
+            .filter(|_| {
+                // Written to be bound: `def forward(self, *args)`.
+                replacement.bound
+                    || function.is_method
+                    || function.parameters.first().is_some_and(|p| p == "self")
+            });
         if let Some(first) = first {
             module_names.push(first);
         }

@@ -12,6 +12,71 @@ pub struct ForwardReplacement {
     pub value: Value,
     /// The function the assignment stands in, if any.
     pub scope: Option<usize>,
+    /// Whether the installed function gets the module as its first
+    /// argument: bound to it (`MethodType(f, m)`, `partial(f, m)`,
+    /// `f.__get__(m)`) or put on a class (`Cls.forward = f`,
+    /// `m.__class__.forward = f`). A plain function or a factory's closure
+    /// set on an instance (`m.forward = make(m)`) is called with the
+    /// inputs alone: its first parameter is an input.
+    pub bound: bool,
+}
+
+/// Whether the value installed at `value` as `target`'s forward gets the
+/// module as its first argument (see [`ForwardReplacement::bound`]).
+pub(crate) fn binds_module(target: &str, value: tree_sitter::Node<'_>, text: &str) -> bool {
+    // A class by Python's conventions: CapWords (PEP 8), or `cls` as a
+    // class is passed around (`cls`, `vision_cls`).
+    let last = target.rsplit('.').next().unwrap_or(target);
+    let on_class = target.ends_with("__class__")
+        || last
+            .chars()
+            .find(|c| *c != '_')
+            .is_some_and(char::is_uppercase)
+        || last == "cls"
+        || last.ends_with("_cls")
+        || last.ends_with("_class");
+    if on_class {
+        return true;
+    }
+    let mut value = value;
+    while value.kind() == "parenthesized_expression" {
+        match value.named_child(0) {
+            Some(inner) => value = inner,
+            None => return false,
+        }
+    }
+    if value.kind() != "call" {
+        return false;
+    }
+    let Some(function) = value.child_by_field_name("function") else {
+        return false;
+    };
+    let callee = crate::syntax::dotted_name(function, text).unwrap_or_default();
+    let last = callee.rsplit('.').next().unwrap_or(&callee);
+    let arguments = value
+        .child_by_field_name("arguments")
+        .map_or(0, |a| a.named_child_count());
+    let first = value
+        .child_by_field_name("arguments")
+        .and_then(|a| a.named_child(0));
+    // `functools.wraps(old)(f)`: the function wrapped is what is installed.
+    if function.kind() == "call"
+        && function
+            .child_by_field_name("function")
+            .and_then(|g| crate::syntax::dotted_name(g, text))
+            .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
+    {
+        return first.is_some_and(|f| binds_module("", f, text));
+    }
+    match last {
+        // `update_wrapper(f, old)`: as `f` is.
+        "update_wrapper" => first.is_some_and(|f| binds_module("", f, text)),
+        // `partial(f, m)`, `MethodType(f, m)`: something bound after `f`.
+        "partial" | "MethodType" => arguments >= 2,
+        // `f.__get__(m)`, `f.__get__(m, type(m))`.
+        "__get__" => arguments >= 1,
+        _ => false,
+    }
 }
 
 /// A class swapped in (`x.__class__ = C`), or a function a class made by
@@ -42,4 +107,48 @@ pub struct Registration {
     pub registrar: String,
     /// A backward registrar (`register_full_backward_hook`).
     pub backward: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    /// `binds_module` on `target.forward = value`, as written.
+    fn binds(target: &str, value: &str) -> bool {
+        let text = format!("{target}.forward = {value}\n");
+        let tree = crate::parse::parse(&text).expect("parses");
+        let assignment = tree
+            .root_node()
+            .named_child(0)
+            .and_then(|s| s.named_child(0))
+            .expect("an assignment");
+        let right = assignment.child_by_field_name("right").expect("a value");
+        super::binds_module(target, right, &text)
+    }
+
+    #[test]
+    fn bound_where_python_passes_the_module_first() {
+        assert!(binds("m", "types.MethodType(f, m)"));
+        assert!(binds("m", "MethodType(f, m)"));
+        assert!(binds("m", "functools.partial(f, m)"));
+        assert!(binds(
+            "m",
+            "functools.update_wrapper(functools.partial(f, m), old)"
+        ));
+        assert!(binds("m", "functools.wraps(old)(partial(f, m))"));
+        assert!(binds("m", "f.__get__(m, type(m))"));
+        assert!(binds("m", "(f.__get__(m))"));
+        assert!(binds("Block", "f"));
+        assert!(binds("m.__class__", "f"));
+        assert!(binds("cls", "make(cls.forward)"));
+        assert!(binds("vision_cls", "f"));
+    }
+
+    #[test]
+    fn unbound_where_set_on_an_instance() {
+        assert!(!binds("m", "f"));
+        assert!(!binds("pipe.unet", "make_forward(pipe.unet)"));
+        assert!(!binds("m", "functools.partial(f)"));
+        assert!(!binds("m", "functools.update_wrapper(f, old)"));
+        assert!(!binds("m", "lambda x: f(x)"));
+        assert!(!binds("layer", "MethodType(f)"));
+    }
 }

@@ -505,12 +505,14 @@ impl ModuleFacts {
             )
         };
         for (fwd, target, value) in replacements {
+            let bound = crate::analysis::installs::binds_module(text_of(target, text), value, text);
             let value = installed(value, &facts.imports);
             facts.forward_replacements.push(ForwardReplacement {
                 line: fwd.start_position().row + 1,
                 target: text_of(target, text).to_owned(),
                 value,
                 scope: owner_of(fwd),
+                bound,
             });
         }
         for (statement, slot, value) in swaps {

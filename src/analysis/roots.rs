@@ -129,7 +129,8 @@ impl ProjectIndex<'_> {
                 };
                 let mut found = Discovered::default();
                 let mut evidence = Vec::new();
-                self.steps_of(module, method, &why, &mut found, &mut evidence);
+                let roles = forward_roles(function);
+                self.steps_of(module, method, roles, &why, &mut found, &mut evidence);
                 (found, evidence)
             })
             .collect();
@@ -201,6 +202,7 @@ impl ProjectIndex<'_> {
         &self,
         module: &Arc<ModuleFacts>,
         root: usize,
+        roles: Vec<Role>,
         why: &dyn Fn(&CallFact, Option<&str>) -> Found,
         discovered: &mut Discovered,
         evidence_found: &mut Vec<StepEvidence>,
@@ -211,7 +213,6 @@ impl ProjectIndex<'_> {
         // call reaches `backward` as a callee too, seen by then).
         let mut backwards_kept: HashSet<(std::path::PathBuf, usize)> = HashSet::new();
         // (function, its depth, the first call of the root on the way)
-        let roles = forward_roles(&module.functions[root]);
         let mut pending: Vec<Pending> = vec![((Arc::clone(module), root), 0, None, roles)];
         // The roles of the parameters of every function looked at, for the
         // closures they hold.

@@ -71,7 +71,10 @@ impl ProjectIndex<'_> {
                             backward: None,
                         };
                         let mut evidence = Vec::new();
-                        self.steps_of(&at, function, &why, discovered, &mut evidence);
+                        // Put on the class: bound, `self` is the module.
+                        let roles =
+                            crate::analysis::effects::judge::forward_roles(&at.functions[function]);
+                        self.steps_of(&at, function, roles, &why, discovered, &mut evidence);
                         self.keep_step_evidence(evidence);
                     } else {
                         let found = Found {
