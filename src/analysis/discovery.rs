@@ -209,10 +209,7 @@ impl ProjectIndex<'_> {
                     // wrapper is bound to it (or put on the class); a
                     // function set on an instance gets the inputs alone.
                     let wrapper_fact = &wrapper_module.functions[wrapper];
-                    let roles = if replacement.bound
-                        || wrapper_fact.is_method
-                        || wrapper_fact.parameters.first().is_some_and(|p| p == "self")
-                    {
+                    let roles = if read_as_bound(replacement, wrapper_fact) {
                         crate::analysis::effects::judge::forward_roles(wrapper_fact)
                     } else {
                         vec![
@@ -266,19 +263,15 @@ impl ProjectIndex<'_> {
         // `partial` / `MethodType`), or the name whose forward was replaced.
         let mut module_names: Vec<&str> = Vec::new();
         // (A method's own `self` is not the module; a plain function's first
-        // parameter is, whatever its name: `MethodType(f, m)` binds `self`.)
+        // parameter is, whatever its name, where it is read as bound:
+        // `MethodType(f, m)` binds it.)
         // `*args` holds the inputs: no module.
         let first = usize::from(function.is_method);
         let first = function
             .parameters
             .get(first)
             .filter(|_| function.splats.get(first) != Some(&true))
-            .filter(|_| {
-                // Written to be bound: `def forward(self, *args)`.
-                replacement.bound
-                    || function.is_method
-                    || function.parameters.first().is_some_and(|p| p == "self")
-            });
+            .filter(|_| read_as_bound(replacement, function));
         if let Some(first) = first {
             module_names.push(first);
         }
@@ -543,4 +536,18 @@ impl Discovered {
             self.add_found(at, &why);
         }
     }
+}
+
+/// Whether `function`, installed by `replacement`, is read as a bound
+/// forward (its parameters as `forward_roles` gives them): bound to the
+/// module or put on a class (see `ForwardReplacement::bound`), a method, or
+/// written to be bound (`def forward(self, *args)`). Else it is called with
+/// the inputs alone.
+fn read_as_bound(
+    replacement: &crate::analysis::installs::ForwardReplacement,
+    function: &crate::analysis::module_facts::FunctionFact,
+) -> bool {
+    replacement.bound
+        || function.is_method
+        || function.parameters.first().is_some_and(|p| p == "self")
 }

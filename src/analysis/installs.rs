@@ -53,12 +53,9 @@ pub(crate) fn binds_module(target: &str, value: tree_sitter::Node<'_>, text: &st
     };
     let callee = crate::syntax::dotted_name(function, text).unwrap_or_default();
     let last = callee.rsplit('.').next().unwrap_or(&callee);
-    let arguments = value
-        .child_by_field_name("arguments")
-        .map_or(0, |a| a.named_child_count());
-    let first = value
-        .child_by_field_name("arguments")
-        .and_then(|a| a.named_child(0));
+    let arguments = value.child_by_field_name("arguments");
+    let first = arguments.and_then(|a| a.named_child(0));
+    let arguments = arguments.map_or(0, |a| a.named_child_count());
     // `functools.wraps(old)(f)`: the function wrapped is what is installed.
     if function.kind() == "call"
         && function

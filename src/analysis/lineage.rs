@@ -311,8 +311,8 @@ impl ProjectIndex<'_> {
             known.insert(key, Some(true));
             return true;
         }
-        let bases = facts.bases.clone();
-        let answer = bases
+        let answer = facts
+            .bases
             .iter()
             .any(|base| self.base_may_be_module(module, base, known));
         known.insert(key, Some(answer));
@@ -328,13 +328,8 @@ impl ProjectIndex<'_> {
     ) -> bool {
         // `Generic[T]`, `Base[int]`: the class subscripted.
         let base = base.split('[').next().unwrap_or(base).trim();
-        let first = base.split('.').next().unwrap_or(base);
-        match module.imports.get(first) {
-            Some(path) => {
-                let full = match base.split_once('.') {
-                    Some((_, rest)) => format!("{path}.{rest}"),
-                    None => path.clone(),
-                };
+        match module.imported_path(base) {
+            Some(full) => {
                 let top = full.split('.').next().unwrap_or(&full);
                 if top == "torch" {
                     return true;

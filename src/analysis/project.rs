@@ -262,12 +262,7 @@ impl<'v> ProjectIndex<'v> {
         if !name.contains('.') && module.classes.contains_key(name) {
             return vec![(Arc::clone(module), last)];
         }
-        let first = name.split('.').next().unwrap_or(name);
-        if let Some(path) = module.imports.get(first) {
-            let full = match name.split_once('.') {
-                Some((_, rest)) => format!("{path}.{rest}"),
-                None => path.clone(),
-            };
+        if let Some(full) = module.imported_path(name) {
             if let Some(found) = self.class_at(&full, module) {
                 return vec![found];
             }
@@ -485,11 +480,7 @@ impl<'v> ProjectIndex<'v> {
                         // A local value that is no import: of no known type.
                         return self.untyped_or_held(module, method, held_receiver(caller, call));
                     }
-                    if let Some(path) = module.imports.get(r.split('.').next().unwrap_or(r)) {
-                        let full = match r.split_once('.') {
-                            Some((_, rest)) => format!("{path}.{rest}"),
-                            None => path.clone(),
-                        };
+                    if let Some(full) = module.imported_path(r) {
                         if let Some(target) = self.module_named(&full, module) {
                             return target
                                 .functions_named(method, None)

@@ -5,6 +5,19 @@
 use super::ModuleFacts;
 
 impl ModuleFacts {
+    /// The dotted path a name spelled here stands for through the module's
+    /// imports (`nn.Module` -> `torch.nn.Module` after `from torch import
+    /// nn`), where its first part is imported.
+    pub(in crate::analysis) fn imported_path(&self, dotted: &str) -> Option<String> {
+        let path = self
+            .imports
+            .get(dotted.split('.').next().unwrap_or(dotted))?;
+        Some(match dotted.split_once('.') {
+            Some((_, rest)) => format!("{path}.{rest}"),
+            None => path.clone(),
+        })
+    }
+
     /// The functions (and lambdas) defined directly in the function that
     /// starts at byte `start`, in order.
     pub fn nested_in(&self, start: usize) -> &[usize] {
