@@ -87,6 +87,11 @@ pub struct FunctionFact {
     pub self_class: Option<String>,
     /// Whether it is defined directly in that class's body (a method).
     pub is_method: bool,
+    /// Decorated with `torch.compile` (`@torch.compile`,
+    /// `@torch.compile(...)`, `@torch._dynamo.optimize(...)`): dynamo traces
+    /// its body and what it calls whenever it runs, as it does a compiled
+    /// module's forward.
+    pub compiled: bool,
     /// The start byte of the function it is nested in, if any.
     pub outer: Option<usize>,
     pub start: usize,
@@ -153,6 +158,10 @@ pub(crate) fn function_fact(
                 || crate::analysis::fences::is_fence_path(&bindings.resolve(&callee), vocabulary))
             .then(|| text_of(d, text).split_whitespace().collect::<String>())
         });
+    let compiled = crate::analysis::fences::decorators(def)
+        .into_iter()
+        .filter_map(|d| crate::analysis::fences::decorator_callee(d, text))
+        .any(|callee| is_compile_path(&bindings.resolve(&callee)));
     let offset = def.start_byte();
     let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
     FunctionFact {
@@ -164,6 +173,7 @@ pub(crate) fn function_fact(
             .and_then(|c| c.child_by_field_name("name"))
             .map(|n| text_of(n, text).to_owned()),
         is_method,
+        compiled,
         outer: outer.map(|f| f.start_byte()),
         start: def.start_byte(),
         fenced,
@@ -200,6 +210,12 @@ pub(crate) fn left_alone(
         };
         speaking.iter().any(|line| lines.contains(line))
     }
+}
+
+/// Whether the dotted path (imports resolved) is torch's compiler entry
+/// point: `torch.compile`, or dynamo's older `torch._dynamo.optimize`.
+pub(crate) fn is_compile_path(path: &str) -> bool {
+    matches!(path, "torch.compile" | "torch._dynamo.optimize")
 }
 
 /// Whether `def` carries the decorator `@name` (bare).

@@ -52,6 +52,7 @@ pub mod fence_imports;
 pub mod fences;
 pub mod file_facts;
 pub mod function_facts;
+pub mod function_values;
 pub mod hook_values;
 pub mod installs;
 pub mod lineage;

@@ -10,7 +10,10 @@ use std::sync::Arc;
 
 use crate::analysis::hook_values::Value;
 use crate::analysis::module_facts::ModuleFacts;
-use crate::analysis::project::{FunctionRef, Imported, MOST_UNTYPED_TARGETS, ProjectIndex};
+use crate::analysis::module_facts::{CallFact, FunctionFact};
+use crate::analysis::project::{
+    FunctionRef, Imported, MOST_UNTYPED_TARGETS, ProjectIndex, Targets,
+};
 use crate::analysis::vocabulary::GENERIC_METHODS;
 
 impl ProjectIndex<'_> {
@@ -175,12 +178,15 @@ impl ProjectIndex<'_> {
     /// set on the weight in a module nobody imports). Every Python file
     /// there is read once per run for the names it defines, whichever files
     /// the run parsed, so the prefilter and a run over one file give the
-    /// same answer.
+    /// same answer. `package`: only the files of `module`'s own top-level
+    /// package count (none where it is in no package: a folder of scripts
+    /// is no one program).
     pub(super) fn project_definers(
         &self,
         module: &Arc<ModuleFacts>,
         word: &str,
         most: usize,
+        package: bool,
     ) -> Vec<Arc<ModuleFacts>> {
         let Some(root) = &module.import_root else {
             return Vec::new();
@@ -189,11 +195,21 @@ impl ProjectIndex<'_> {
         let Some(files) = definers.get(word) else {
             return Vec::new();
         };
+        let files: Vec<&PathBuf> = match package {
+            false => files.iter().collect(),
+            true => {
+                let Some((top, _)) = module.module.split_once('.') else {
+                    return Vec::new();
+                };
+                let top = root.join(top);
+                files.iter().filter(|file| file.starts_with(&top)).collect()
+            }
+        };
         if files.len() > most {
             return Vec::new();
         }
         files
-            .iter()
+            .into_iter()
             .filter(|file| self.loaded.confinement.allows(file))
             .filter_map(|file| self.load(file))
             .collect()
@@ -258,12 +274,31 @@ fn keyword_slot(keyword: &str) -> usize {
 }
 
 impl ProjectIndex<'_> {
+    /// [`ProjectIndex::untyped`], else what an attribute of that name is
+    /// set to in the module (`ctx.post_backward = _run_after_backward`).
+    /// `at`: the caller and its call, where the receiver may be a value the
+    /// caller holds (see [`Held`]), which may be of a class of the project
+    /// no module at hand defines.
+    pub(super) fn untyped_or_held(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: &str,
+        at: Option<(&FunctionFact, &CallFact)>,
+    ) -> Targets {
+        let held = at.map_or(Held::Not, |(caller, call)| held_receiver(caller, call));
+        let found = self.untyped(module, method, held);
+        if !found.is_empty() || GENERIC_METHODS.contains(&method) {
+            return found.into();
+        }
+        self.held_targets(module, method, None)
+    }
+
     /// The indexed methods named `method`, when few classes define one.
     pub(super) fn untyped(
         &self,
         module: &Arc<ModuleFacts>,
         method: &str,
-        held: bool,
+        held: Held,
     ) -> Vec<FunctionRef> {
         if method.starts_with("__") || GENERIC_METHODS.contains(&method) {
             return Vec::new();
@@ -284,18 +319,76 @@ impl ProjectIndex<'_> {
         for module in self.neighbourhood(module, "def", method) {
             methods_in(module, &mut found);
         }
-        if found.is_empty() && held {
+        let most = match held {
+            Held::Not => 0,
+            Held::Weight => MOST_UNTYPED_TARGETS,
+            Held::Object => 1,
+        };
+        if found.is_empty() && most > 0 {
             // Defined nowhere near: the project's few definitions of it. Not
             // for what a call returned: that call tells the class, and one
             // the analysis cannot see into hands back objects of the library
             // it belongs to, not the project's.
-            for module in self.project_definers(module, method, MOST_UNTYPED_TARGETS) {
+            // An object of one class only, and of its own program's.
+            let package = held == Held::Object;
+            for module in self.project_definers(module, method, most, package) {
                 methods_in(module, &mut found);
+            }
+            if found.len() > most {
+                return Vec::new();
             }
         }
         if found.len() > MOST_UNTYPED_TARGETS {
             return Vec::new();
         }
         found
+    }
+}
+
+/// What the receiver of a call of unknown type is, where the caller holds
+/// it: a parameter, a capture or a module-level name, or what one of them
+/// holds; never what a call returned or what the function made. The
+/// project's definitions of the method called on it are looked up by name
+/// where neither its module nor what that imports defines it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Held {
+    /// Not held: looked up nowhere else.
+    Not,
+    /// A weight, or an object attached to one (`param.colo_attr`): any of
+    /// the project's few definitions ([`MOST_UNTYPED_TARGETS`]), since a
+    /// weight's class and what is attached to it come from the project's
+    /// parameter management, which a module that uses them seldom imports.
+    Weight,
+    /// Any other object (`self.buffers[i].to_cuda_async()`): the one
+    /// definition in the caller's own top-level package, if only one.
+    Object,
+}
+
+/// Whether and how `caller` holds the receiver of `call` (see [`Held`]).
+fn held_receiver(caller: &FunctionFact, call: &CallFact) -> Held {
+    use crate::analysis::effects::value::{Root, Shape};
+    let Some(receiver) = caller
+        .local
+        .call_at(call.start)
+        .and_then(|values| values.receiver.as_ref())
+        .filter(|receiver| receiver.iter().next().is_some())
+    else {
+        return Held::Not;
+    };
+    let held = |val: &crate::analysis::effects::value::Val| {
+        matches!(val.root, Root::Param(_) | Root::Outer(_) | Root::Global(_))
+    };
+    if receiver
+        .iter()
+        .all(|val| val.shape == Shape::Tensor && held(val))
+    {
+        Held::Weight
+    } else if receiver
+        .iter()
+        .all(|val| val.shape == Shape::Object && held(val))
+    {
+        Held::Object
+    } else {
+        Held::Not
     }
 }

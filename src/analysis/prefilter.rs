@@ -462,7 +462,8 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 /// no such sign is not looked at (a model's forward, which calls only
 /// compute). A file that defines a tensor subclass's `__torch_function__`
 /// is indexed whatever it spells (a parameter subclass dispatches to hook
-/// objects from there).
+/// objects from there), and so is one that compiles a function where it is
+/// defined (`@torch.compile`, see [`COMPILE_DECORATOR`]).
 pub fn may_define_forward(text: &str) -> bool {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
@@ -478,7 +479,18 @@ pub fn may_define_forward(text: &str) -> bool {
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
     (spells(FORWARD) && NEEDLES.scan_normal(&normal).needed && SIGNS.is_match(text))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
+        || ((spells("compile") || spells("optimize")) && COMPILE_DECORATOR.is_match(&normal))
 }
+
+/// A decorator line that spells `compile` or `optimize` anywhere
+/// (`@torch.compile`, `@torch.compile(mode=...)`, `@torch_compile` bound by
+/// `from torch import compile as torch_compile`,
+/// `@ torch._dynamo.optimize("inductor")`): a function compiled where it is
+/// defined is a root whatever its file spells otherwise. What the decorator
+/// really is, the parsed file's imports tell.
+static COMPILE_DECORATOR: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?m)^[ \t]*@[^\n]*(?:compile|optimize)").expect("a fixed pattern")
+});
 
 /// A tensor subclass's op hook: torch calls it for every op on its
 /// instances (see `analysis::roots`' parameter-op dispatch).
@@ -553,6 +565,12 @@ mod tests {
             // `ｆorward` is `forward` to CPython (NFKC).
             "def \u{ff46}orward(self, x):\n    p.data = p._shard\n",
             "def __torch_\u{ff46}unction__(cls, f, t, a=()): ...\n",
+            // Compiled where defined, whatever else the file spells.
+            "class R:\n    @torch.compile(disable=x)\n    def infer(self): ...\n",
+            "@torch.compile\ndef step(x): ...\n",
+            "@ torch._dynamo.optimize('inductor')  \ndef step(x): ...\n",
+            "@compile\r\ndef step(x): ...\n",
+            "@torch_compile(dynamic=True)\ndef step(x): ...\n",
         ] {
             assert!(super::may_define_forward(text), "{text:?}");
         }
@@ -563,6 +581,8 @@ mod tests {
             "n = sum(p.numel() for p in m.named_parameters())\ndef forward(self, x): ...\n",
             "p.data = q\ndef forward_hook(m): ...\n",
             "x = torch_function\ndef __torch_function__x(): ...\n",
+            "p = re.compile('x')\n@functools.cache\ndef f(): ...\n",
+            "# @torch.compile\ndef f(): ...\n",
         ] {
             assert!(!super::may_define_forward(text), "{text:?}");
         }

@@ -8,9 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::analysis::module_facts::{CallFact, Callee, FunctionFact, ModuleFacts, Value};
+use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::reached::Through;
-use crate::analysis::vocabulary::GENERIC_METHODS;
 use crate::analysis::vocabulary::Vocabulary;
 
 /// A method called on a receiver of unknown type is looked up by name among
@@ -430,12 +429,16 @@ impl<'v> ProjectIndex<'v> {
                                     .any(|&i| module.functions[i].name == *method)
                         }) =>
                     {
-                        return Targets::default();
+                        return self.stored_functions(module, class, method, None).into();
                     }
-                    (Some("self" | "cls"), Some(class)) => {
-                        return self
-                            .method_of(module, class, method, &mut HashSet::new())
-                            .into();
+                    (Some(receiver @ ("self" | "cls")), Some(class)) => {
+                        let found = self.method_of(module, class, method, &mut HashSet::new());
+                        if found.is_empty() && receiver == "self" {
+                            // Stored by a base class (`self.infer = ...` in
+                            // the base's `__init__`).
+                            return self.stored_by_bases(module, class, method).into();
+                        }
+                        return found.into();
                     }
                     (Some(r), Some(class)) if r.starts_with("self.") && !r[5..].contains('.') => {
                         let attribute = &r[5..];
@@ -469,7 +472,7 @@ impl<'v> ProjectIndex<'v> {
                         if !typed.is_empty() {
                             return typed.into();
                         }
-                        return self.untyped_or_held(module, method, false);
+                        return self.untyped_or_held(module, method, None);
                     }
                     if module.classes.contains_key(r) {
                         return self
@@ -478,7 +481,7 @@ impl<'v> ProjectIndex<'v> {
                     }
                     if call.not_the_import {
                         // A local value that is no import: of no known type.
-                        return self.untyped_or_held(module, method, held_receiver(caller, call));
+                        return self.untyped_or_held(module, method, Some((caller, call)));
                     }
                     if let Some(full) = module.imported_path(r) {
                         if let Some(target) = self.module_named(&full, module) {
@@ -500,21 +503,9 @@ impl<'v> ProjectIndex<'v> {
                         return Targets::default();
                     }
                 }
-                self.untyped_or_held(module, method, held_receiver(caller, call))
+                self.untyped_or_held(module, method, Some((caller, call)))
             }
         }
-    }
-
-    /// [`ProjectIndex::untyped`], else what an attribute of that name is
-    /// set to in the module (`ctx.post_backward = _run_after_backward`).
-    /// `held`: the receiver is a value the caller holds (see
-    /// [`held_receiver`]), which may be of any class of the project.
-    fn untyped_or_held(&self, module: &Arc<ModuleFacts>, method: &str, held: bool) -> Targets {
-        let found = self.untyped(module, method, held);
-        if !found.is_empty() || GENERIC_METHODS.contains(&method) {
-            return found.into();
-        }
-        self.held_targets(module, method, None)
     }
 
     /// What the attribute `attribute` is set to by name in `module`: the
@@ -570,207 +561,4 @@ impl<'v> ProjectIndex<'v> {
         let kept: Targets = found.into();
         Arc::clone(lock().entry(key).or_insert(kept))
     }
-}
-
-impl ProjectIndex<'_> {
-    /// The project functions a value can be, through names, methods,
-    /// lambdas and the returns of factories.
-    pub(super) fn functions_of(
-        &self,
-        module: &Arc<ModuleFacts>,
-        scope: Option<usize>,
-        value: &Value,
-        depth: usize,
-    ) -> Vec<FunctionRef> {
-        if depth > 4 {
-            return Vec::new();
-        }
-        let as_call = |callee: &str| CallFact {
-            callee: match callee.rsplit_once('.') {
-                Some((receiver, method)) => Callee::Method {
-                    receiver: Some(receiver.to_owned()),
-                    method: method.to_owned(),
-                },
-                None => Callee::Name(callee.to_owned()),
-            },
-            line: 0,
-            start: 0,
-            first_argument: None,
-            not_the_import: false,
-            opaque: false,
-            def_scopes: None,
-            through: None,
-        };
-        let through = |callee: &str| -> Vec<FunctionRef> {
-            let call = as_call(callee);
-            match scope {
-                Some(scope) => self.targets(module, scope, &call).to_vec(),
-                None => self.module_level_targets(module, &call),
-            }
-        };
-        match value {
-            Value::Function(i) => vec![(Arc::clone(module), *i)],
-            Value::Name(name) | Value::Local(name) => {
-                if let Value::Name(_) = value {
-                    let found = through(name);
-                    if !found.is_empty() {
-                        return found;
-                    }
-                }
-                // A variable: what was assigned to it, innermost scope first.
-                let mut scope = scope;
-                loop {
-                    let assigned = match scope {
-                        Some(i) => &module.functions[i].assigned,
-                        None => &module.assigned,
-                    };
-                    let values: Vec<&Value> = assigned
-                        .iter()
-                        .filter(|(n, v)| n == name && v != value)
-                        .map(|(_, v)| v)
-                        .collect();
-                    if !values.is_empty() {
-                        return values
-                            .into_iter()
-                            .flat_map(|v| self.functions_of(module, scope, v, depth + 1))
-                            .collect();
-                    }
-                    match scope {
-                        Some(i) => {
-                            scope = module.functions[i].outer.and_then(|start| {
-                                module.functions.iter().position(|f| f.start == start)
-                            });
-                        }
-                        None => return Vec::new(),
-                    }
-                }
-            }
-            Value::Attribute(name) => {
-                let found = through(name);
-                if !found.is_empty() {
-                    return found;
-                }
-                // `self.x`, assigned in a method of the class.
-                let (Some(attribute), Some(class)) = (
-                    name.strip_prefix("self.").filter(|a| !a.contains('.')),
-                    scope.and_then(|i| module.functions[i].self_class.as_ref()),
-                ) else {
-                    return Vec::new();
-                };
-                let values: Vec<(Value, usize)> = module
-                    .classes
-                    .get(class)
-                    .map(|c| {
-                        c.attribute_values
-                            .iter()
-                            .filter(|(a, _, _)| a == attribute)
-                            .map(|(_, v, m)| (v.clone(), *m))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                values
-                    .iter()
-                    .filter(|(v, _)| v != value)
-                    .flat_map(|(v, method)| self.functions_of(module, Some(*method), v, depth + 1))
-                    .collect()
-            }
-            Value::Returned(callee) => {
-                let mut found = Vec::new();
-                for (factory_module, factory) in through(callee) {
-                    let returns = factory_module.functions[factory].returns.clone();
-                    for returned in &returns {
-                        found.extend(self.functions_of(
-                            &factory_module,
-                            Some(factory),
-                            returned,
-                            depth + 1,
-                        ));
-                    }
-                }
-                found
-            }
-            Value::Other(_) => Vec::new(),
-        }
-    }
-
-    /// The functions a bare name called in `module` means: a closure of
-    /// `outer` or a module-level def there, else the function it imports.
-    fn named_function(
-        &self,
-        module: &Arc<ModuleFacts>,
-        name: &str,
-        from: Option<usize>,
-    ) -> Vec<FunctionRef> {
-        // Only where the scope model was not asked (a value handed to
-        // torch, a factory it calls): the defs of `from` and of each
-        // function around it, else the module's. A call's name goes by its
-        // `def_scopes`.
-        let here = module.functions_visible(name, from);
-        if !here.is_empty() {
-            return here.into_iter().map(|i| (Arc::clone(module), i)).collect();
-        }
-        self.imported_function(module, name)
-    }
-
-    /// The functions the name `name` is imported as in `module`: by its
-    /// own import, else through a star import.
-    fn imported_function(&self, module: &Arc<ModuleFacts>, name: &str) -> Vec<FunctionRef> {
-        if let Some(path) = module.imports.get(name)
-            && let Some((module_path, function_name)) = path.rsplit_once('.')
-            && let Some(target) = self.module_named(module_path, module)
-        {
-            return target
-                .functions_named(function_name, None)
-                .into_iter()
-                .map(|i| (Arc::clone(&target), i))
-                .collect();
-        }
-        // `from a.b import *` binds the functions a.b defines.
-        for star in &module.star_imports {
-            if let Some(target) = self.module_named(star, module) {
-                let found = target.functions_named(name, None);
-                if !found.is_empty() {
-                    return found
-                        .into_iter()
-                        .map(|i| (Arc::clone(&target), i))
-                        .collect();
-                }
-            }
-        }
-        Vec::new()
-    }
-
-    /// [`ProjectIndex::targets`] for code at module level.
-    fn module_level_targets(&self, module: &Arc<ModuleFacts>, call: &CallFact) -> Vec<FunctionRef> {
-        match &call.callee {
-            Callee::Name(name) => self.named_function(module, name, None),
-            Callee::Method {
-                receiver: Some(r),
-                method,
-            } if module.classes.contains_key(r) => {
-                self.method_of(module, r, method, &mut HashSet::new())
-            }
-            Callee::Method { .. } => Vec::new(),
-        }
-    }
-}
-
-/// Whether the receiver of `call` is a weight `caller` holds, or an object
-/// attached to one (`param.colo_attr`): held as a parameter, a capture or a
-/// module-level name, never what a call returned or what the function made.
-/// A weight's class and what is attached to it come from the project's
-/// parameter management, which a module that uses them seldom imports.
-fn held_receiver(caller: &FunctionFact, call: &CallFact) -> bool {
-    use crate::analysis::effects::value::{Root, Shape};
-    caller
-        .local
-        .call_at(call.start)
-        .and_then(|values| values.receiver.as_ref())
-        .is_some_and(|receiver| {
-            receiver.iter().next().is_some()
-                && receiver.iter().all(|val| {
-                    val.shape == Shape::Tensor
-                        && matches!(val.root, Root::Param(_) | Root::Outer(_) | Root::Global(_))
-                })
-        })
 }

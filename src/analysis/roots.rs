@@ -100,24 +100,38 @@ impl ProjectIndex<'_> {
                     methods.extend(forwards);
                 }
             }
+            // A function compiled where it is defined (`@torch.compile`) is
+            // traced whatever its class: a runner's compiled `infer`.
+            methods.extend(
+                module
+                    .functions
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, f)| (f.compiled && f.fenced.is_none()).then_some(i)),
+            );
             methods.sort_unstable();
+            methods.dedup();
             roots.extend(methods.into_iter().map(|method| (module, method)));
         }
         let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
             .par_iter()
             .map(|&(module, method)| {
                 let function = &module.functions[method];
+                let (how, root) = match function.compiled && function.name != "forward" {
+                    true => ("compile-call", "compiled function"),
+                    false => ("forward-call", "forward"),
+                };
                 let why = |call: &CallFact, via: Option<&str>| Found {
-                    how: "forward-call",
+                    how,
                     detail: match via {
                         Some(via) => format!(
-                            "called by {via}, which the forward {} runs, at {}:{}",
+                            "called by {via}, which the {root} {} runs, at {}:{}",
                             function.qualname,
                             module.path.display(),
                             call.line
                         ),
                         None => format!(
-                            "called by the forward {} at {}:{}",
+                            "called by the {root} {} at {}:{}",
                             function.qualname,
                             module.path.display(),
                             call.line
@@ -129,7 +143,13 @@ impl ProjectIndex<'_> {
                 };
                 let mut found = Discovered::default();
                 let mut evidence = Vec::new();
-                let roles = forward_roles(function);
+                let roles = match how {
+                    // A compiled plain function is handed inputs, no module.
+                    "compile-call" if !function.is_method => {
+                        vec![Role::Activation; function.parameters.len()]
+                    }
+                    _ => forward_roles(function),
+                };
                 self.steps_of(module, method, roles, &why, &mut found, &mut evidence);
                 (found, evidence)
             })

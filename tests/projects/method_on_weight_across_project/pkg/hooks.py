@@ -3,9 +3,9 @@
 # `release` calls a method of the object attached to each weight: one class
 # of the project defines it, so it is that class's (the weight's own
 # storage is freed there). `note` calls a method of an object kept on the
-# module, of no known class: a unique name in the project does not make it
-# that class's (the value is not a weight). `flush` calls a method four
-# classes define: none is taken. `gather` calls a method of the weight
+# module, of no known class: the one class of the package that defines that
+# method answers (a name several classes define would not). `flush` calls a
+# method four classes define: none is taken. `gather` calls a method of the weight
 # itself, which one weight class of the project defines.
 
 
