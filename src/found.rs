@@ -63,6 +63,9 @@ pub struct Discovered {
     /// Every function that calls each protocol method of `protocols` on
     /// hook objects.
     pub dispatchers: BTreeMap<String, BTreeSet<EntryPoint>>,
+    /// For each function found on the evidence chain of a step
+    /// (`(path, line, column)`), the steps it runs inside.
+    pub inside: BTreeMap<(PathBuf, usize, usize), BTreeSet<EntryPoint>>,
 }
 
 impl Discovered {
@@ -93,6 +96,9 @@ impl Discovered {
         self.resolved.extend(other.resolved);
         for (method, entries) in other.dispatchers {
             self.dispatchers.entry(method).or_default().extend(entries);
+        }
+        for (at, entries) in other.inside {
+            self.inside.entry(at).or_default().extend(entries);
         }
     }
 

@@ -482,10 +482,36 @@ impl Discovered {
     /// reason found is kept, a forward one over a backward one).
     fn add_found(&mut self, at: (PathBuf, usize, usize), why: &Found) {
         let entry = self.functions.entry(at).or_insert_with(|| why.clone());
-        // Registered for forward anywhere: a forward hook.
-        if entry.backward.is_some() && why.backward.is_none() {
+        // Registered for forward anywhere: a forward hook. Found in its own
+        // right anywhere: more than a function inside a step.
+        if (entry.backward.is_some() && why.backward.is_none())
+            || (entry.how == "inside" && why.how != "inside")
+        {
             *entry = why.clone();
         }
+    }
+
+    /// Records `module`'s function `function` as running inside the step
+    /// `step` of `at` (on the step's evidence chain).
+    pub(super) fn add_inside(
+        &mut self,
+        module: &ModuleFacts,
+        function: usize,
+        at: &ModuleFacts,
+        step: usize,
+    ) {
+        let fact = &module.functions[function];
+        let step = &at.functions[step];
+        self.inside
+            .entry((identity(&module.path), fact.line, fact.column))
+            .or_default()
+            .insert(EntryPoint {
+                path: at.path.clone(),
+                line: step.line,
+                column: step.column,
+                qualname: step.qualname.clone(),
+                registered: true,
+            });
     }
 
     /// Records `module`'s function `function` as calling the protocol
@@ -520,6 +546,9 @@ impl Discovered {
         }
         for (method, entries) in other.dispatchers {
             self.dispatchers.entry(method).or_default().extend(entries);
+        }
+        for (at, entries) in other.inside {
+            self.inside.entry(at).or_default().extend(entries);
         }
         self.absorb_functions(other.functions, other.names);
     }

@@ -155,6 +155,9 @@ impl ProjectIndex<'_> {
             })
             .collect();
         for (found, evidence) in found {
+            for (at, entries) in found.inside {
+                discovered.inside.entry(at).or_default().extend(entries);
+            }
             discovered.absorb_functions(found.functions, found.names);
             self.keep_step_evidence(evidence);
         }
@@ -285,6 +288,7 @@ impl ProjectIndex<'_> {
                         None => why(call, None),
                     };
                     discovered.add_function(&step.0, step.1, &found);
+                    self.inside_step(step, discovered, evidence_found);
                 };
                 let called = caller.callees(i).iter().map(|t| (t, false));
                 for (target, entered) in called.chain(entered.iter().map(|t| (t, true))) {
@@ -382,6 +386,74 @@ impl ProjectIndex<'_> {
                     keep(target, evidence, discovered, evidence_found);
                 }
             }
+        }
+    }
+
+    /// The functions on the evidence chain of `step` (the last evidence
+    /// kept for it): each runs only where the step calls it, inside the
+    /// step's fence, so it is found `inside` the step (status `covered` where
+    /// that is the only way it is found and the step is fenced; see
+    /// `ProjectIndex::covering_inside`). Its evidence is the chain's rest. A
+    /// function its authors fenced ends the walk; compute on the way is left
+    /// out (no fence is asked of it).
+    fn inside_step(
+        &self,
+        step: &FunctionRef,
+        discovered: &mut Discovered,
+        evidence_found: &mut Vec<StepEvidence>,
+    ) {
+        let Some((_, evidence)) = evidence_found.last() else {
+            return;
+        };
+        let evidence = evidence.clone();
+        let fact = &step.0.functions[step.1];
+        let mut length = evidence.length;
+        let mut link = evidence.chain.clone();
+        let mut inside: Vec<(FunctionRef, crate::analysis::effects::record::Effect)> = Vec::new();
+        while let Some(at) = link {
+            if at.step.fenced.is_some() {
+                break;
+            }
+            length = length.saturating_sub(1);
+            let found = self.load(&at.step.path).and_then(|module| {
+                let index = module
+                    .functions
+                    .iter()
+                    .position(|f| f.line == at.step.line && f.qualname == at.step.qualname)?;
+                Some((module, index))
+            });
+            if let Some(function) = found.filter(|f| !self.runs_compute(f)) {
+                let rest = crate::analysis::effects::record::Effect {
+                    chain: at.next.clone(),
+                    length,
+                    ..evidence.clone()
+                };
+                inside.push((function, rest));
+            }
+            link = at.next.clone();
+        }
+        for (function, rest) in inside {
+            let why = Found {
+                how: "inside",
+                detail: format!(
+                    "reached from the step {} ({}:{})",
+                    fact.qualname,
+                    step.0.path.display(),
+                    fact.line
+                ),
+                path: step.0.path.clone(),
+                line: fact.line,
+                backward: None,
+            };
+            discovered.add_function(&function.0, function.1, &why);
+            discovered.add_inside(&function.0, function.1, &step.0, step.1);
+            evidence_found.push((
+                (
+                    crate::found::identity(&function.0.path),
+                    function.0.functions[function.1].start,
+                ),
+                rest,
+            ));
         }
     }
 

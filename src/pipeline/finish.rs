@@ -106,6 +106,29 @@ pub(crate) fn finish(
                 };
             }
         }
+        // A function found only on the evidence chains of steps runs inside
+        // them: covered where each of them is fenced.
+        for site in &mut sites {
+            let Status::Unfenced { evidence } = &site.status else {
+                continue;
+            };
+            if site.discovered_by.is_empty() || site.discovered_by.iter().any(|f| f.how != "inside")
+            {
+                continue;
+            }
+            let at = (
+                crate::found::identity(&path),
+                site.candidate.at.line,
+                site.candidate.at.column,
+            );
+            if let Some(entry) = project.covering_inside(&at, options.reviewed, &options.discovered)
+            {
+                site.status = Status::Covered {
+                    evidence: evidence.clone(),
+                    entry,
+                };
+            }
+        }
     }
     let to_fence: Vec<usize> = (0..sites.len())
         .filter(|&i| matches!(sites[i].status, Status::Unfenced { .. }))

@@ -538,6 +538,30 @@ impl crate::analysis::project::ProjectIndex<'_> {
                 .into_iter()
                 .flatten(),
         );
+        self.covering_entries(entries, reviewed)
+    }
+
+    /// What covers a function found only inside steps (on their evidence
+    /// chains, `at` its `(path, line, column)`): where every such step is
+    /// fenced in the source or by this run, the function runs eagerly
+    /// whenever they call it. As [`ProjectIndex::covering`] says it.
+    pub fn covering_inside(
+        &self,
+        at: &(std::path::PathBuf, usize, usize),
+        reviewed: bool,
+        known: &Discovered,
+    ) -> Option<String> {
+        let entries: std::collections::BTreeSet<&EntryPoint> =
+            known.inside.get(at).into_iter().flatten().collect();
+        self.covering_entries(entries, reviewed)
+    }
+
+    /// [`ProjectIndex::covering`] for the entry points found.
+    fn covering_entries(
+        &self,
+        entries: std::collections::BTreeSet<&EntryPoint>,
+        reviewed: bool,
+    ) -> Option<String> {
         if entries.is_empty() {
             return None;
         }
