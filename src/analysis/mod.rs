@@ -45,6 +45,7 @@ pub mod applied;
 pub mod arguments;
 pub mod bound;
 pub mod chain;
+pub mod compile_decorators;
 pub mod discovery;
 pub mod effects;
 pub mod evidence;

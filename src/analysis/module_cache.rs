@@ -41,7 +41,28 @@ pub struct ModuleCache {
 }
 
 /// The files that define each name with `def`.
-pub(crate) type Definers = Arc<HashMap<Box<str>, Vec<PathBuf>>>;
+pub(crate) type Definers = Arc<DefinerIndex>;
+
+/// The files below an import root, and for each name the ones (by index,
+/// in the order of their paths) that define it with `def`: each path kept
+/// once, however many names its file defines.
+#[derive(Debug, Default)]
+pub(crate) struct DefinerIndex {
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) words: HashMap<Box<str>, Vec<u32>>,
+}
+
+impl DefinerIndex {
+    /// The files that define `word`, in the order of their paths.
+    pub(crate) fn defining(&self, word: &str) -> Vec<&PathBuf> {
+        self.words
+            .get(word)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.files[i as usize])
+            .collect()
+    }
+}
 
 /// The files whose text calls a name.
 pub(crate) type Callers = Arc<[PathBuf]>;

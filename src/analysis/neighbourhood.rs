@@ -192,17 +192,18 @@ impl ProjectIndex<'_> {
             return Vec::new();
         };
         let definers = self.definers_below(root);
-        let Some(files) = definers.get(word) else {
-            return Vec::new();
-        };
+        let files = definers.defining(word);
         let files: Vec<&PathBuf> = match package {
-            false => files.iter().collect(),
+            false => files,
             true => {
                 let Some((top, _)) = module.module.split_once('.') else {
                     return Vec::new();
                 };
                 let top = root.join(top);
-                files.iter().filter(|file| file.starts_with(&top)).collect()
+                files
+                    .into_iter()
+                    .filter(|file| file.starts_with(&top))
+                    .collect()
             }
         };
         if files.len() > most {
@@ -226,8 +227,7 @@ impl ProjectIndex<'_> {
         if let Some(known) = lock().get(root) {
             return Arc::clone(known);
         }
-        let mut found: std::collections::HashMap<Box<str>, Vec<PathBuf>> =
-            std::collections::HashMap::new();
+        let mut found = crate::analysis::module_cache::DefinerIndex::default();
         let top = if root.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -244,12 +244,20 @@ impl ProjectIndex<'_> {
             // with the path below it.
             let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
             let path = root.join(below);
-            for word in defined_in(&path, "def").into_iter().flatten() {
-                found.entry(word).or_default().push(path.clone());
+            let Some(words) = defined_in(&path, "def").filter(|w| !w.is_empty()) else {
+                continue;
+            };
+            let Ok(index) = u32::try_from(found.files.len()) else {
+                break;
+            };
+            found.files.push(path);
+            for word in words {
+                found.words.entry(word).or_default().push(index);
             }
         }
-        for files in found.values_mut() {
-            files.sort();
+        let files = &found.files;
+        for indices in found.words.values_mut() {
+            indices.sort_by(|&a, &b| files[a as usize].cmp(&files[b as usize]));
         }
         let found = Arc::new(found);
         Arc::clone(lock().entry(root.to_path_buf()).or_insert(found))

@@ -463,7 +463,7 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 /// compute). A file that defines a tensor subclass's `__torch_function__`
 /// is indexed whatever it spells (a parameter subclass dispatches to hook
 /// objects from there), and so is one that compiles a function where it is
-/// defined (`@torch.compile`, see [`COMPILE_DECORATOR`]).
+/// defined (`@torch.compile`, see `compile_decorators`).
 pub fn may_define_forward(text: &str) -> bool {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
@@ -479,18 +479,9 @@ pub fn may_define_forward(text: &str) -> bool {
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
     (spells(FORWARD) && NEEDLES.scan_normal(&normal).needed && SIGNS.is_match(text))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
-        || ((spells("compile") || spells("optimize")) && COMPILE_DECORATOR.is_match(&normal))
+        || ((spells("compile") || spells("optimize"))
+            && crate::analysis::compile_decorators::compiles_where_defined(&normal))
 }
-
-/// A decorator line that spells `compile` or `optimize` anywhere
-/// (`@torch.compile`, `@torch.compile(mode=...)`, `@torch_compile` bound by
-/// `from torch import compile as torch_compile`,
-/// `@ torch._dynamo.optimize("inductor")`): a function compiled where it is
-/// defined is a root whatever its file spells otherwise. What the decorator
-/// really is, the parsed file's imports tell.
-static COMPILE_DECORATOR: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?m)^[ \t]*@[^\n]*(?:compile|optimize)").expect("a fixed pattern")
-});
 
 /// A tensor subclass's op hook: torch calls it for every op on its
 /// instances (see `analysis::roots`' parameter-op dispatch).
@@ -570,7 +561,8 @@ mod tests {
             "@torch.compile\ndef step(x): ...\n",
             "@ torch._dynamo.optimize('inductor')  \ndef step(x): ...\n",
             "@compile\r\ndef step(x): ...\n",
-            "@torch_compile(dynamic=True)\ndef step(x): ...\n",
+            "from torch import compile as torch_compile\n@torch_compile(dynamic=True)\ndef step(x): ...\n",
+            "tc = torch.compile\n\n@tc\ndef step(x): ...\n",
         ] {
             assert!(super::may_define_forward(text), "{text:?}");
         }
@@ -582,6 +574,9 @@ mod tests {
             "p.data = q\ndef forward_hook(m): ...\n",
             "x = torch_function\ndef __torch_function__x(): ...\n",
             "p = re.compile('x')\n@functools.cache\ndef f(): ...\n",
+            "@torch.compiler.disable\ndef f(): ...\n",
+            "@compile_compatible_method_lru_cache(maxsize=1)\ndef f(): ...\n",
+            "from torch import compile as tc\n@tcx\ndef f(): ...\n",
             "# @torch.compile\ndef f(): ...\n",
         ] {
             assert!(!super::may_define_forward(text), "{text:?}");
