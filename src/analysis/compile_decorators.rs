@@ -19,82 +19,93 @@ pub fn compiles_where_defined(normal: &str) -> bool {
         return true;
     }
     let bytes = normal.as_bytes();
-    let word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
-    let blank = |b: u8| b == b' ' || b == b'\t';
     // The name bound to `compile` at each spelling of it: `compile as NAME`
     // after it, `NAME = torch.compile` before it.
     memchr::memmem::find_iter(bytes, b"compile").any(|at| {
         let end = at + "compile".len();
-        if (at > 0 && word(bytes[at - 1])) || bytes.get(end).is_some_and(|&b| word(b)) {
+        if !whole_word(bytes, at, end) {
             return false;
         }
-        let alias =
-            as_name(bytes, end, &blank, &word).or_else(|| assigned_name(bytes, at, &blank, &word));
-        alias.is_some_and(|alias| decorated_with_name(bytes, alias, &blank, &word))
+        let alias = as_name(bytes, end).or_else(|| assigned_name(bytes, at));
+        alias.is_some_and(|alias| decorated_with_name(bytes, alias))
     })
 }
 
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+fn is_word(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80
+}
+
+/// Whether `bytes[at..end]` stands as a whole word.
+fn whole_word(bytes: &[u8], at: usize, end: usize) -> bool {
+    (at == 0 || !is_word(bytes[at - 1])) && bytes.get(end).is_none_or(|&b| !is_word(b))
+}
+
+/// Where the blanks that end just before `i` start.
+fn blanks_before(bytes: &[u8], mut i: usize) -> usize {
+    while i > 0 && is_blank(bytes[i - 1]) {
+        i -= 1;
+    }
+    i
+}
+
+/// Where the blanks after `i` end.
+fn blanks_after(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(|&b| is_blank(b)) {
+        i += 1;
+    }
+    i
+}
+
+/// Where a decorator's `@` stands before the name that starts at `name`,
+/// blanks around it: the index just past what comes before the `@` and its
+/// blanks (a line's start, or a comment's `#`), or `None` where no `@` is
+/// there.
+pub(crate) fn at_sign_before(bytes: &[u8], name: usize) -> Option<usize> {
+    let i = blanks_before(bytes, name);
+    (i > 0 && bytes[i - 1] == b'@').then(|| blanks_before(bytes, i - 1))
+}
+
 /// `NAME` in ` as NAME` starting at `from`.
-fn as_name<'t>(
-    bytes: &'t [u8],
-    from: usize,
-    blank: &dyn Fn(u8) -> bool,
-    word: &dyn Fn(u8) -> bool,
-) -> Option<&'t [u8]> {
-    let mut i = from;
-    let skip = |mut i: usize| {
-        while bytes.get(i).is_some_and(|&b| blank(b)) {
-            i += 1;
-        }
-        i
-    };
-    let spaced = skip(i);
-    if spaced == i || !bytes[spaced..].starts_with(b"as") {
+fn as_name(bytes: &[u8], from: usize) -> Option<&[u8]> {
+    let spaced = blanks_after(bytes, from);
+    if spaced == from || !bytes[spaced..].starts_with(b"as") {
         return None;
     }
-    i = spaced + 2;
-    let start = skip(i);
-    if start == i {
+    let start = blanks_after(bytes, spaced + 2);
+    if start == spaced + 2 {
         return None;
     }
     let mut end = start;
-    while bytes.get(end).is_some_and(|&b| word(b)) {
+    while bytes.get(end).is_some_and(|&b| is_word(b)) {
         end += 1;
     }
     (end > start).then(|| &bytes[start..end])
 }
 
 /// `NAME` in `NAME = torch.compile`, where `compile` starts at `at`.
-fn assigned_name<'t>(
-    bytes: &'t [u8],
-    at: usize,
-    blank: &dyn Fn(u8) -> bool,
-    word: &dyn Fn(u8) -> bool,
-) -> Option<&'t [u8]> {
-    let back = |mut i: usize| {
-        while i > 0 && blank(bytes[i - 1]) {
-            i -= 1;
-        }
-        i
-    };
-    let mut i = back(at);
+fn assigned_name(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    let mut i = blanks_before(bytes, at);
     if i == 0 || bytes[i - 1] != b'.' {
         return None;
     }
-    i = back(i - 1);
+    i = blanks_before(bytes, i - 1);
     if !bytes[..i].ends_with(b"torch") {
         return None;
     }
-    i = back(i - "torch".len());
+    i = blanks_before(bytes, i - "torch".len());
     if i == 0
         || bytes[i - 1] != b'='
         || (i >= 2 && matches!(bytes[i - 2], b'=' | b'!' | b'<' | b'>'))
     {
         return None;
     }
-    let end = back(i - 1);
+    let end = blanks_before(bytes, i - 1);
     let mut start = end;
-    while start > 0 && word(bytes[start - 1]) {
+    while start > 0 && is_word(bytes[start - 1]) {
         start -= 1;
     }
     (end > start).then(|| &bytes[start..end])
@@ -102,29 +113,10 @@ fn assigned_name<'t>(
 
 /// Whether a line starts with `@NAME` (blanks around the `@`), `NAME` a
 /// whole word.
-fn decorated_with_name(
-    bytes: &[u8],
-    name: &[u8],
-    blank: &dyn Fn(u8) -> bool,
-    word: &dyn Fn(u8) -> bool,
-) -> bool {
+fn decorated_with_name(bytes: &[u8], name: &[u8]) -> bool {
     memchr::memmem::find_iter(bytes, name).any(|at| {
-        let end = at + name.len();
-        if bytes.get(end).is_some_and(|&b| word(b)) || (at > 0 && word(bytes[at - 1])) {
-            return false;
-        }
-        let mut i = at;
-        while i > 0 && blank(bytes[i - 1]) {
-            i -= 1;
-        }
-        if i == 0 || bytes[i - 1] != b'@' {
-            return false;
-        }
-        i -= 1;
-        while i > 0 && blank(bytes[i - 1]) {
-            i -= 1;
-        }
-        i == 0 || bytes[i - 1] == b'\n'
+        whole_word(bytes, at, at + name.len())
+            && at_sign_before(bytes, at).is_some_and(|i| i == 0 || bytes[i - 1] == b'\n')
     })
 }
 

@@ -267,7 +267,6 @@ pub fn merged_ranges(mut ranges: Vec<std::ops::Range<usize>>) -> Vec<std::ops::R
 pub fn optout_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
     const WORD: &[u8] = b"disable";
     let bytes = text.as_bytes();
-    let blank = |b: u8| b == b' ' || b == b'\t';
     memchr::memmem::find_iter(bytes, WORD)
         .filter(|&at| {
             let mut i = at;
@@ -279,17 +278,8 @@ pub fn optout_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
             if !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') {
                 return false;
             }
-            while i > 0 && blank(bytes[i - 1]) {
-                i -= 1;
-            }
-            if i == 0 || bytes[i - 1] != b'@' {
-                return false;
-            }
-            i -= 1;
-            while i > 0 && blank(bytes[i - 1]) {
-                i -= 1;
-            }
-            i > 0 && bytes[i - 1] == b'#'
+            crate::analysis::compile_decorators::at_sign_before(bytes, i)
+                .is_some_and(|i| i > 0 && bytes[i - 1] == b'#')
         })
         .map(|at| at..at + WORD.len())
         .collect()

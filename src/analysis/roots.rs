@@ -155,10 +155,7 @@ impl ProjectIndex<'_> {
             })
             .collect();
         for (found, evidence) in found {
-            for (at, entries) in found.inside {
-                discovered.inside.entry(at).or_default().extend(entries);
-            }
-            discovered.absorb_functions(found.functions, found.names);
+            discovered.absorb(found);
             self.keep_step_evidence(evidence);
         }
     }

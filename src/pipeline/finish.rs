@@ -86,43 +86,35 @@ pub(crate) fn finish(
             }
         }
     }
-    // A protocol method found only through dispatchers that are all fenced
-    // (or that the run fences) runs eagerly already: covered, no fence.
+    // A hook found only by use through entry points that are all fenced (or
+    // that the run fences) runs eagerly already: covered, no fence. A
+    // protocol method through the dispatchers that call it on hook objects;
+    // a function on the evidence chains of steps through those steps.
     if let Some(project) = project {
         for site in &mut sites {
             let Status::Unfenced { evidence } = &site.status else {
                 continue;
             };
-            if site.discovered_by.is_empty()
-                || site.discovered_by.iter().any(|f| f.how != "dispatch")
-            {
+            let how = site.discovered_by.first().map(|f| f.how);
+            if site.discovered_by.iter().any(|f| Some(f.how) != how) {
                 continue;
             }
-            let method = site.candidate.qualname.rsplit('.').next().unwrap_or("");
-            if let Some(entry) = project.covering(method, options.reviewed, &options.discovered) {
-                site.status = Status::Covered {
-                    evidence: evidence.clone(),
-                    entry,
-                };
-            }
-        }
-        // A function found only on the evidence chains of steps runs inside
-        // them: covered where each of them is fenced.
-        for site in &mut sites {
-            let Status::Unfenced { evidence } = &site.status else {
-                continue;
+            let entry = match how {
+                Some("dispatch") => {
+                    let method = site.candidate.qualname.rsplit('.').next().unwrap_or("");
+                    project.covering(method, options.reviewed, &options.discovered)
+                }
+                Some("inside") => {
+                    let at = (
+                        crate::found::identity(&path),
+                        site.candidate.at.line,
+                        site.candidate.at.column,
+                    );
+                    project.covering_inside(&at, options.reviewed, &options.discovered)
+                }
+                _ => None,
             };
-            if site.discovered_by.is_empty() || site.discovered_by.iter().any(|f| f.how != "inside")
-            {
-                continue;
-            }
-            let at = (
-                crate::found::identity(&path),
-                site.candidate.at.line,
-                site.candidate.at.column,
-            );
-            if let Some(entry) = project.covering_inside(&at, options.reviewed, &options.discovered)
-            {
+            if let Some(entry) = entry {
                 site.status = Status::Covered {
                     evidence: evidence.clone(),
                     entry,
