@@ -7,7 +7,7 @@ use super::{
     Acts, ArgumentAt, ArgumentName, CallValues, Kind, LocalEffect, MOST_DEPTH, Walker,
     names_a_class, string_content,
 };
-use crate::analysis::effects::models::{self};
+use crate::analysis::effects::models::{self, SAVED_TENSORS};
 use crate::analysis::effects::value::{Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
@@ -100,11 +100,23 @@ impl<'t> Walker<'_, 't> {
                 let indices: Vec<Node<'t>> = node
                     .children_by_field_name("subscript", &mut cursor)
                     .collect();
-                for index in indices {
-                    self.eval(index);
+                for index in &indices {
+                    self.eval(*index);
                 }
+                let saved_at = match indices.as_slice() {
+                    [index] if !self.context.method => saved_position(*index, text),
+                    _ => None,
+                };
                 self.eval(value).map(|mut v| {
                     v.copied = v.copied.filter(|_| v.shape != Shape::Meta);
+                    // `ctx.saved_tensors[-1]`, `ctx.saved_tensors[1:]`:
+                    // what the forward saved there.
+                    if let Some(at) = &saved_at
+                        && v.root == Root::Param(0)
+                        && v.attr.as_deref() == Some(SAVED_TENSORS)
+                    {
+                        v.attr = Some(format!("{SAVED_TENSORS}{at}").into());
+                    }
                     v
                 })
             }
@@ -509,4 +521,45 @@ impl<'t> Walker<'_, 't> {
         self.facts.calls.push(values);
         result
     }
+}
+
+/// The position a literal index or slice of `ctx.saved_tensors` names, as
+/// the attribute's suffix: `[2]`, `[-1]` (from the end), `[1:]` (a slice
+/// whose items are unpacked from there); `None` where no literal tells.
+fn saved_position(index: Node<'_>, text: &str) -> Option<String> {
+    fn literal(node: Node<'_>, text: &str) -> Option<i64> {
+        match node.kind() {
+            "integer" => text_of(node, text).parse().ok(),
+            "unary_operator" => {
+                let operand = node.child_by_field_name("argument")?;
+                let sign = node.child_by_field_name("operator")?;
+                let value = literal(operand, text)?;
+                match text_of(sign, text) {
+                    "-" => Some(-value),
+                    "+" => Some(value),
+                    _ => None,
+                }
+            }
+            "parenthesized_expression" => literal(node.named_child(0)?, text),
+            _ => None,
+        }
+    }
+    if index.kind() == "slice" {
+        // `[a:]`, `[a:b]` and `[:b]` start at `a` (0); a step changes what
+        // the positions mean.
+        let mut start = 0;
+        let mut colons = 0;
+        let mut cursor = index.walk();
+        for child in index.children(&mut cursor) {
+            if child.kind() == ":" {
+                colons += 1;
+            } else if colons == 0 {
+                start = literal(child, text)?;
+            } else if colons == 2 {
+                return None;
+            }
+        }
+        return Some(format!("[{start}:]"));
+    }
+    literal(index, text).map(|i| format!("[{i}]"))
 }

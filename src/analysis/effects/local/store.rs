@@ -9,15 +9,25 @@ use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
 /// Most `ctx.<attr> = ...` stores kept for one function.
-const MOST_FIRST_PARAM_STORES: usize = 32;
+const MOST_FIRST_PARAM_STORES: usize = 48;
 
 /// Kept where the positions of what was saved cannot be told.
 const SAVED_UNKNOWN: &str = "saved_tensors[?]";
 
 /// The `i`-th tensor `ctx.saved_tensors` hands back, as an attribute of
-/// `ctx` of its own.
-fn saved_tensor(i: usize) -> String {
+/// `ctx` of its own; `i` below 0 counts from the end.
+fn saved_tensor(i: i64) -> String {
     format!("{SAVED_TENSORS}[{i}]")
+}
+
+/// Where the tensors an attribute of `ctx` unpacks start among those
+/// saved: `saved_tensors` at 0, `saved_tensors[a:]` at `a`.
+fn saved_slice_start(attr: &str) -> Option<i64> {
+    let rest = attr.strip_prefix(SAVED_TENSORS)?;
+    if rest.is_empty() {
+        return Some(0);
+    }
+    rest.strip_prefix('[')?.strip_suffix(":]")?.parse().ok()
 }
 
 impl<'t> Walker<'_, 't> {
@@ -99,19 +109,36 @@ impl<'t> Walker<'_, 't> {
             | "list" => {
                 let mut cursor = left.walk();
                 let parts: Vec<Node<'t>> = left.named_children(&mut cursor).collect();
-                // `x, w = ctx.saved_tensors`: each what the forward saved at
-                // its position (up to a starred part).
-                let saved = !self.context.method
-                    && !vals.0.is_empty()
-                    && vals.iter().all(|v| {
-                        v.root == Root::Param(0) && v.attr.as_deref() == Some(SAVED_TENSORS)
-                    });
-                let mut positional = saved;
+                // `x, w = ctx.saved_tensors` (or `= ctx.saved_tensors[1:]`):
+                // each what the forward saved at its position (up to a
+                // starred part).
+                let start = if self.context.method || vals.0.is_empty() {
+                    None
+                } else {
+                    let starts: Vec<Option<i64>> = vals
+                        .iter()
+                        .map(|v| {
+                            (v.root == Root::Param(0))
+                                .then(|| v.attr.as_deref().and_then(saved_slice_start))
+                                .flatten()
+                        })
+                        .collect();
+                    starts
+                        .first()
+                        .copied()
+                        .flatten()
+                        .filter(|s| starts.iter().all(|t| *t == Some(*s)))
+                };
+                let mut positional = start.is_some();
+                let start = start.unwrap_or(0);
                 for (i, part) in parts.into_iter().enumerate() {
                     positional &= part.kind() != "list_splat_pattern";
+                    let at = start + i64::try_from(i).unwrap_or(i64::MAX);
+                    // Past the end of a slice counted from the end.
+                    positional &= start >= 0 || at < 0;
                     let vals = if positional {
                         vals.clone().map(|v| Val {
-                            attr: Some(saved_tensor(i).into()),
+                            attr: Some(format!("{SAVED_TENSORS}[{at}]").into()),
                             ..v
                         })
                     } else {
@@ -156,10 +183,11 @@ impl<'t> Walker<'_, 't> {
         } else {
             values.positional.len()
         };
+        let last = i64::try_from(count).unwrap_or(i64::MAX).saturating_sub(1);
         if !saved_before.is_empty() {
             let agrees = saved_before.iter().all(|a| *a != SAVED_UNKNOWN)
-                && saved_before.contains(&saved_tensor(count.saturating_sub(1)).as_str())
-                && !saved_before.contains(&saved_tensor(count).as_str());
+                && saved_before.contains(&saved_tensor(last).as_str())
+                && !saved_before.contains(&saved_tensor(last + 1).as_str());
             if !agrees {
                 stores.retain(|(attr, _)| !is_saved_tensor(attr));
                 stores.push((SAVED_UNKNOWN.into(), Vals::default()));
@@ -170,11 +198,17 @@ impl<'t> Walker<'_, 't> {
             stores.push((SAVED_UNKNOWN.into(), Vals::default()));
             return;
         }
+        // Each by its position and by its position from the end
+        // (`ctx.saved_tensors[-1]`).
+        let count = values.positional.len();
         for (i, vals) in values.positional.iter().enumerate() {
-            if stores.len() >= MOST_FIRST_PARAM_STORES {
+            if stores.len() + 2 > MOST_FIRST_PARAM_STORES {
                 break;
             }
+            let i = i64::try_from(i).unwrap_or(i64::MAX);
+            let from_end = i - i64::try_from(count).unwrap_or(i64::MAX);
             stores.push((saved_tensor(i).into(), vals.clone()));
+            stores.push((saved_tensor(from_end).into(), vals.clone()));
         }
     }
 
