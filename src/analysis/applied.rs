@@ -445,6 +445,7 @@ impl ProjectIndex<'_> {
                     length: evidence.length + steps.len() as u32,
                     ..evidence
                 },
+                false,
             ));
         }
     }

@@ -37,6 +37,8 @@
 //! - [`fence_imports`]: fences another module of the project defines;
 //! - [`chain`]: evidence through calls, from a hook to offload work;
 //! - [`discovery`]: hooks found by use (forward wrappers, register calls);
+//! - [`roots`], [`inside`]: the steps a forward calls, and what runs inside
+//!   each step (covered where the step is fenced);
 //! - [`verdict`]: each hook site's status, reason and evidence.
 //!
 //! Above the folder, `plan` turns verdicts into edits.
@@ -55,6 +57,7 @@ pub mod file_facts;
 pub mod function_facts;
 pub mod function_values;
 pub mod hook_values;
+pub mod inside;
 pub mod installs;
 pub mod lineage;
 pub mod listings;

@@ -28,8 +28,10 @@ pub struct ModuleCache {
     /// (what it passes there), by the step's file and start byte, kept
     /// across rounds: the verdict on a step its own parameters do not tell
     /// (an autograd Function's `forward` handed a weight) reads it here.
+    /// With it, whether it is the rest of a chain the function was found
+    /// inside (replaced by a step's own evidence found later).
     pub(crate) step_evidence:
-        Mutex<HashMap<(PathBuf, usize), crate::analysis::effects::record::Effect>>,
+        Mutex<HashMap<(PathBuf, usize), (crate::analysis::effects::record::Effect, bool)>>,
     /// For each import root: the files below it that define each name with
     /// `def`, read once per run (see `ProjectIndex::project_definers`).
     pub(crate) definers: Mutex<HashMap<PathBuf, Definers>>,

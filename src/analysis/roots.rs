@@ -203,15 +203,25 @@ impl ProjectIndex<'_> {
         }
     }
 
-    /// Keeps the evidence of steps (the first found for each step).
+    /// Keeps the evidence of steps: the first found for each step, its own
+    /// before the rest of a chain it was found inside.
     pub(super) fn keep_step_evidence(&self, evidence: Vec<StepEvidence>) {
         let mut kept = self
             .loaded
             .step_evidence
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (key, effect) in evidence {
-            kept.entry(key).or_insert(effect);
+        for (key, effect, inside) in evidence {
+            match kept.entry(key) {
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    entry.insert((effect, inside));
+                }
+                std::collections::hash_map::Entry::Occupied(mut entry) => {
+                    if entry.get().1 && !inside {
+                        entry.insert((effect, inside));
+                    }
+                }
+            }
         }
     }
 
@@ -269,6 +279,7 @@ impl ProjectIndex<'_> {
                 // root's call that leads here.
                 let keep = |step: &FunctionRef,
                             evidence: crate::analysis::effects::record::Effect,
+                            others: &[crate::analysis::effects::record::Effect],
                             discovered: &mut Discovered,
                             evidence_found: &mut Vec<StepEvidence>| {
                     evidence_found.push((
@@ -277,6 +288,7 @@ impl ProjectIndex<'_> {
                             step.0.functions[step.1].start,
                         ),
                         evidence,
+                        false,
                     ));
                     let found = match &via {
                         Some((first, name)) => {
@@ -285,7 +297,7 @@ impl ProjectIndex<'_> {
                         None => why(call, None),
                     };
                     discovered.add_function(&step.0, step.1, &found);
-                    self.inside_step(step, discovered, evidence_found);
+                    self.inside_step(step, others, discovered, evidence_found);
                 };
                 let called = caller.callees(i).iter().map(|t| (t, false));
                 for (target, entered) in called.chain(entered.iter().map(|t| (t, true))) {
@@ -302,7 +314,7 @@ impl ProjectIndex<'_> {
                             backward.0.functions[backward.1].start,
                         ))
                     {
-                        keep(&backward, evidence, discovered, evidence_found);
+                        keep(&backward, evidence, &[], discovered, evidence_found);
                     }
                     let fact = &target.0.functions[target.1];
                     if !seen.insert((target.0.path.clone(), fact.start)) {
@@ -361,8 +373,8 @@ impl ProjectIndex<'_> {
                     if mapped.effects.is_empty() {
                         continue;
                     }
-                    let Some(mut evidence) = judge_with(&mapped, &at.0, function, &roles).evidence
-                    else {
+                    let judged = judge_with(&mapped, &at.0, function, &roles);
+                    let Some(mut evidence) = judged.evidence else {
                         continue;
                     };
                     // Only ordering streams or waiting for the device: weight
@@ -376,81 +388,18 @@ impl ProjectIndex<'_> {
                         continue;
                     }
                     // Named from the step on: the chain past its call.
-                    if let Some(first) = evidence.chain.take() {
-                        evidence.chain = first.next.clone();
-                        evidence.length = evidence.length.saturating_sub(1);
-                    }
-                    keep(target, evidence, discovered, evidence_found);
+                    let from_step = |evidence: &mut crate::analysis::effects::record::Effect| {
+                        if let Some(first) = evidence.chain.take() {
+                            evidence.chain = first.next.clone();
+                            evidence.length = evidence.length.saturating_sub(1);
+                        }
+                    };
+                    from_step(&mut evidence);
+                    let mut others: Vec<_> = judged.counted.into_iter().skip(1).collect();
+                    others.iter_mut().for_each(from_step);
+                    keep(target, evidence, &others, discovered, evidence_found);
                 }
             }
-        }
-    }
-
-    /// The functions on the evidence chain of `step` (the last evidence
-    /// kept for it): each runs only where the step calls it, inside the
-    /// step's fence, so it is found `inside` the step (status `covered` where
-    /// that is the only way it is found and the step is fenced; see
-    /// `ProjectIndex::covering_inside`). Its evidence is the chain's rest. A
-    /// function its authors fenced ends the walk; compute on the way is left
-    /// out (no fence is asked of it).
-    fn inside_step(
-        &self,
-        step: &FunctionRef,
-        discovered: &mut Discovered,
-        evidence_found: &mut Vec<StepEvidence>,
-    ) {
-        let Some((_, evidence)) = evidence_found.last() else {
-            return;
-        };
-        let evidence = evidence.clone();
-        let fact = &step.0.functions[step.1];
-        let mut length = evidence.length;
-        let mut link = evidence.chain.clone();
-        let mut inside: Vec<(FunctionRef, crate::analysis::effects::record::Effect)> = Vec::new();
-        while let Some(at) = link {
-            if at.step.fenced.is_some() {
-                break;
-            }
-            length = length.saturating_sub(1);
-            let found = self.load(&at.step.path).and_then(|module| {
-                let index = module
-                    .functions
-                    .iter()
-                    .position(|f| f.line == at.step.line && f.qualname == at.step.qualname)?;
-                Some((module, index))
-            });
-            if let Some(function) = found.filter(|f| !self.runs_compute(f)) {
-                let rest = crate::analysis::effects::record::Effect {
-                    chain: at.next.clone(),
-                    length,
-                    ..evidence.clone()
-                };
-                inside.push((function, rest));
-            }
-            link = at.next.clone();
-        }
-        for (function, rest) in inside {
-            let why = Found {
-                how: "inside",
-                detail: format!(
-                    "reached from the step {} ({}:{})",
-                    fact.qualname,
-                    step.0.path.display(),
-                    fact.line
-                ),
-                path: step.0.path.clone(),
-                line: fact.line,
-                backward: None,
-            };
-            discovered.add_function(&function.0, function.1, &why);
-            discovered.add_inside(&function.0, function.1, &step.0, step.1);
-            evidence_found.push((
-                (
-                    crate::found::identity(&function.0.path),
-                    function.0.functions[function.1].start,
-                ),
-                rest,
-            ));
         }
     }
 
@@ -678,7 +627,7 @@ impl ProjectIndex<'_> {
     /// `__call__`), or it calls one — an original forward, a submodule held
     /// in an attribute (`self.module(...)`), a function it is handed, or a
     /// function handed to `checkpoint`.
-    fn runs_compute(&self, function: &FunctionRef) -> bool {
+    pub(super) fn runs_compute(&self, function: &FunctionRef) -> bool {
         let (module, index) = function;
         let fact = &module.functions[*index];
         if crate::analysis::discovery::is_forward_name(&fact.name) || fact.name == "__call__" {

@@ -95,6 +95,7 @@ impl ProjectIndex<'_> {
                                     at.functions[function].start,
                                 ),
                                 served,
+                                false,
                             )]);
                         }
                     }

@@ -132,6 +132,9 @@ pub struct Judged {
     pub evidence: Option<Effect>,
     /// Signs that are no weight work, each with where and why.
     pub discounted: Vec<String>,
+    /// Every effect on module state it counts, best-ranked first (the
+    /// first is the evidence).
+    pub counted: Vec<Effect>,
 }
 
 /// Most discounts listed for one hook.
@@ -223,17 +226,17 @@ pub fn judge_with(
     for discount in &summary.discounts {
         push_discount(&mut judged.discounted, discount.clone());
     }
-    judged.evidence = counted
-        .into_iter()
-        .min_by(|a, b| {
-            (a.length, a.kind.device_wide(), &a.path, a.line).cmp(&(
-                b.length,
-                b.kind.device_wide(),
-                &b.path,
-                b.line,
-            ))
-        })
-        .cloned();
+    // Stable: of effects ranked alike, the first in the summary leads.
+    counted.sort_by(|a, b| {
+        (a.length, a.kind.device_wide(), &a.path, a.line).cmp(&(
+            b.length,
+            b.kind.device_wide(),
+            &b.path,
+            b.line,
+        ))
+    });
+    judged.evidence = counted.first().map(|e| (*e).clone());
+    judged.counted = counted.into_iter().cloned().collect();
     judged
 }
 
@@ -508,7 +511,7 @@ impl crate::analysis::project::ProjectIndex<'_> {
                 crate::found::identity(&module.path),
                 module.functions[function].start,
             ))
-            .cloned();
+            .map(|(effect, _)| effect.clone());
         if let Some(step) = step {
             // The sign that decides is no discount.
             if step.path == module.path {

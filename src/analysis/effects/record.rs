@@ -179,8 +179,10 @@ impl BestEffects {
 }
 
 /// The evidence of a step a forward calls, in the forward's terms, by the
-/// step's file (its identity) and start byte.
-pub(crate) type StepEvidence = (FnKey, Effect);
+/// step's file (its identity) and start byte; and whether it is the rest of
+/// a chain the function was found inside (a step's own evidence wins over
+/// that).
+pub(crate) type StepEvidence = (FnKey, Effect, bool);
 
 /// The summaries of one run, kept across its rounds.
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 import torch
 
-from pkg.store import Store
+from pkg.store import Store, Streams
 
 
 class Fetching(torch.nn.Module):
@@ -66,3 +66,21 @@ class Shallow(torch.nn.Module):
     @torch.compiler.disable(recursive=False)
     def _bring_shallow(self):
         self.store.fetch_shallow()
+
+
+class Swapping(torch.nn.Module):
+    """Its step `_swap` counts two effects, one through each helper of
+    `Streams`: both helpers are covered by it."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.streams = Streams()
+        self.block = block
+
+    def forward(self, x):
+        self._swap()
+        return x * self.block.w
+
+    def _swap(self):
+        self.streams.prefetch(self.block)
+        self.streams.drain(self.block)
