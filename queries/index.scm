@@ -57,6 +57,23 @@
   (#eq? @index.fwd_setattr "setattr")
   (#eq? @index.fwd_name "forward")) @index.fwd
 
+; `setattr(m, name, value)` where `name` is a variable: a forward replacement
+; where Rust finds that it holds "forward" (a loop over literal names, or a
+; parameter a call of the same module passes "forward"; see
+; `analysis::installs::names_forward`).
+;
+;   @index.fwd_named_by   the variable
+(call
+  function: (identifier) @index.fwd_setattr
+  arguments: (argument_list
+    .
+    (_) @index.fwd_target
+    .
+    (identifier) @index.fwd_named_by
+    .
+    (_) @index.fwd_value)
+  (#eq? @index.fwd_setattr "setattr")) @index.fwd
+
 ; A class swapped in under a live object (`x.__class__ = C`,
 ; `setattr(x, "__class__", C)`): attribute reads and `forward` then run
 ; through the functions `C` defines or its namespace holds.

@@ -76,6 +76,164 @@ pub(crate) fn binds_module(target: &str, value: tree_sitter::Node<'_>, text: &st
     }
 }
 
+/// Whether the variable `name`, the attribute name of
+/// `setattr(m, name, f)`, can hold `"forward"` where it stands: the target
+/// of a `for` around it over literal names one of which is `"forward"`
+/// (`for name in ("forward", "encode"): setattr(m, name, wrap(m, name))`),
+/// or a parameter of the function around it that a call in the same module
+/// passes `"forward"`, written so or through such a loop at the call
+/// (`for name in ["forward", "decode"]: patch(name)`). Any other value is
+/// not followed: a name read from a list kept elsewhere may be anything.
+pub(crate) fn names_forward(name: tree_sitter::Node<'_>, text: &str) -> bool {
+    use crate::syntax::{enclosing_class, enclosing_function, parameter_names, text_of};
+    let variable = text_of(name, text);
+    if looped_over_forward(name, variable, text) {
+        return true;
+    }
+    let Some(function) = enclosing_function(name).filter(|f| f.kind() == "function_definition")
+    else {
+        return false;
+    };
+    let Some(position) = parameter_names(function, text)
+        .iter()
+        .position(|p| p == variable)
+    else {
+        return false;
+    };
+    let Some(function_name) = function
+        .child_by_field_name("name")
+        .map(|n| text_of(n, text))
+    else {
+        return false;
+    };
+    // A method is called with its instance bound: `self.patch(name)`.
+    let method = enclosing_class(function).is_some_and(|class| {
+        enclosing_function(function).is_none_or(|f| class.start_byte() > f.start_byte())
+    });
+    let Some(position) = position.checked_sub(usize::from(method)) else {
+        return false;
+    };
+    let mut root = function;
+    while let Some(parent) = root.parent() {
+        root = parent;
+    }
+    let mut found = false;
+    let mut cursor = root.walk();
+    'walk: loop {
+        let node = cursor.node();
+        if node.kind() == "call"
+            && let Some(argument) =
+                argument_for(node, function_name, method, variable, position, text)
+        {
+            found = is_forward_string(argument, text)
+                || (argument.kind() == "identifier"
+                    && looped_over_forward(argument, text_of(argument, text), text));
+            if found {
+                break;
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+    found
+}
+
+/// What the call `call` of `function_name` (a method: through an
+/// attribute) passes for the parameter `variable` at `position`: by keyword,
+/// else positionally where no splat comes before it.
+fn argument_for<'t>(
+    call: tree_sitter::Node<'t>,
+    function_name: &str,
+    method: bool,
+    variable: &str,
+    position: usize,
+    text: &str,
+) -> Option<tree_sitter::Node<'t>> {
+    use crate::syntax::text_of;
+    let callee = call.child_by_field_name("function")?;
+    let named = match callee.kind() {
+        "identifier" => !method && text_of(callee, text) == function_name,
+        "attribute" => {
+            method
+                && callee
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| text_of(a, text) == function_name)
+        }
+        _ => false,
+    };
+    if !named {
+        return None;
+    }
+    let arguments = call.child_by_field_name("arguments")?;
+    let mut cursor = arguments.walk();
+    let mut positional = Vec::new();
+    let mut splat = false;
+    for argument in arguments.named_children(&mut cursor) {
+        match argument.kind() {
+            "keyword_argument"
+                if argument
+                    .child_by_field_name("name")
+                    .is_some_and(|n| text_of(n, text) == variable) =>
+            {
+                return argument.child_by_field_name("value");
+            }
+            "keyword_argument" | "comment" => {}
+            "list_splat" | "dictionary_splat" => splat = true,
+            _ if !splat => positional.push(argument),
+            _ => {}
+        }
+    }
+    positional.get(position).copied()
+}
+
+/// Whether the name `variable` at `at` is the target of a `for` around it
+/// whose iterable is a literal list, tuple or set of names holding
+/// `"forward"`.
+fn looped_over_forward(at: tree_sitter::Node<'_>, variable: &str, text: &str) -> bool {
+    let mut current = at.parent();
+    while let Some(node) = current {
+        if crate::syntax::is_function(node) || node.kind() == "class_definition" {
+            return false;
+        }
+        if node.kind() == "for_statement"
+            && node.child_by_field_name("left").is_some_and(|l| {
+                l.kind() == "identifier" && crate::syntax::text_of(l, text) == variable
+            })
+            && let Some(right) = node.child_by_field_name("right")
+            && matches!(right.kind(), "list" | "tuple" | "set")
+        {
+            let mut cursor = right.walk();
+            return right
+                .named_children(&mut cursor)
+                .any(|item| is_forward_string(item, text));
+        }
+        current = node.parent();
+    }
+    false
+}
+
+/// Whether `node` is the plain string literal `"forward"` (any quotes; no
+/// interpolation, no implicit concatenation).
+fn is_forward_string(node: tree_sitter::Node<'_>, text: &str) -> bool {
+    if node.kind() != "string" {
+        return false;
+    }
+    let mut cursor = node.walk();
+    let parts: Vec<tree_sitter::Node<'_>> = node.named_children(&mut cursor).collect();
+    let content: Vec<&tree_sitter::Node<'_>> = parts
+        .iter()
+        .filter(|p| !matches!(p.kind(), "string_start" | "string_end"))
+        .collect();
+    matches!(content.as_slice(), [only] if only.kind() == "string_content"
+        && crate::syntax::text_of(**only, text) == crate::analysis::prefilter::FORWARD)
+}
+
 /// A class swapped in (`x.__class__ = C`), or a function a class made by
 /// `type(name, bases, {...})` holds where attribute reads or the forward
 /// run (`{"__getattr__": f}`).

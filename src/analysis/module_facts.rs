@@ -186,7 +186,12 @@ impl ModuleFacts {
                 capture(captures, q.fwd_target),
                 capture(captures, q.fwd_value),
             ) {
-                replacements.push((fwd, target, value));
+                // `setattr(m, name, f)`: where `name` holds "forward".
+                let named = capture(captures, q.fwd_named_by)
+                    .is_none_or(|name| crate::analysis::installs::names_forward(name, text));
+                if named {
+                    replacements.push((fwd, target, value));
+                }
             } else if let (Some(swap), Some(value)) =
                 (capture(captures, q.swap), capture(captures, q.swap_value))
             {

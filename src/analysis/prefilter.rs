@@ -323,8 +323,10 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
                 },
                 // `setattr(m, "forward", f)`: the string (in any quotes,
                 // with any prefix: `r'forward'`, triple quotes,
-                // `f"forward"`) follows a comma, and `setattr` comes
-                // shortly before.
+                // `f"forward"`) follows a comma, and the file calls
+                // `setattr`; or it opens a list, tuple or call, or is a
+                // keyword's value, where a loop or a call hands it to
+                // `setattr(m, name, f)` (`analysis::installs::names_forward`).
                 Some(quote @ (b'"' | b'\'')) => {
                     let mut j = i - 1;
                     while j > 0 && bytes[j - 1] == quote && i - j < 3 {
@@ -340,9 +342,8 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
                     }
                     bytes.get(end) == Some(&quote)
                         && j > 0
-                        && bytes[j - 1] == b','
-                        && memchr::memmem::rfind(&bytes[j.saturating_sub(256)..j], b"setattr")
-                            .is_some()
+                        && matches!(bytes[j - 1], b',' | b'(' | b'[' | b'=')
+                        && memchr::memmem::find(bytes, b"setattr").is_some()
                 }
                 _ => false,
             }

@@ -52,6 +52,14 @@ fn a_forward_replacement_is_told_from_its_text() {
         "m.\\\n    forward \\\n = w\n",
         "setattr(m, \"forward\", w)\n",
         "setattr(m, 'forward', w)\n",
+        // A name that holds "forward": a loop over literal names, a
+        // parameter a call passes it (as written, or from such a loop).
+        "for name in ('encode', 'forward'):\n    setattr(m, name, w)\n",
+        "for name in [\"forward\"]:\n    setattr(m, name, w)\n",
+        "def patch(m, name):\n    setattr(m, name, w)\npatch(m, \"forward\")\n",
+        "def patch(m, name):\n    setattr(m, name, w)\npatch(m, name=\"forward\")\n",
+        "def patch(name):\n    setattr(m, name, w)\nfor n in ('forward', 'decode'):\n    patch(n)\n",
+        "class P:\n    def patch(self, m, name):\n        setattr(m, name, w)\n    def go(self, m):\n        self.patch(m, 'forward')\n",
     ] {
         assert!(
             crate::analysis::prefilter::may_replace_forward(text),
@@ -71,11 +79,29 @@ fn a_forward_replacement_is_told_from_its_text() {
         "# runs before the \"forward\" pass\n",
         "HOOK_KIND = \"forward\"\n",
         "x = {\"forward\": 1}\n",
+        "getattr(m, \"forward\")\n",
     ] {
         assert!(
             !crate::analysis::prefilter::may_replace_forward(text),
             "{text:?}"
         );
+        assert_eq!(replacements(text), 0, "{text:?}");
+    }
+}
+
+#[test]
+fn a_named_setattr_replaces_the_forward_only_where_its_name_holds_forward() {
+    // The prefilter may say yes (a "forward" string and `setattr` in the
+    // file); the index finds no replacement, as the name never holds it.
+    let replacements = |text: &str| facts_of(text).forward_replacements.len();
+    for text in [
+        "for name in ('encode', 'decode'):\n    setattr(m, name, w)\n",
+        "for name in dir(m):\n    setattr(m, name, w)\nkind = ('forward',)\n",
+        "def patch(m, name):\n    setattr(m, name, w)\npatch(m, 'decode')\nkinds = ['forward']\n",
+        "def patch(m, name):\n    setattr(m, name, w)\nfor n in names:\n    patch(m, n)\n",
+        "def patch(m, name):\n    setattr(m, name, w)\npatch(m, *args)\nx = ('forward',)\n",
+        "def patch(m, name):\n    setattr(m, name, w)\nother(m, 'forward')\n",
+    ] {
         assert_eq!(replacements(text), 0, "{text:?}");
     }
 }
