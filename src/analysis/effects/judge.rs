@@ -269,6 +269,14 @@ fn why_not(
     if effect.kind == Kind::Rng {
         return Some("RNG state, not module state".to_owned());
     }
+    // What the object keeps is its own unless its class keeps copies of
+    // module state there (`ProjectIndex::released_copies` asks).
+    if effect.kind == Kind::Release {
+        return Some(
+            "the object's own data unless its class keeps gathered or moved weights there"
+                .to_owned(),
+        );
+    }
     if let Target::Param { index, .. } = &effect.target
         && roles.get(*index as usize) == Some(&Role::Activation)
     {
@@ -495,6 +503,7 @@ impl crate::analysis::project::ProjectIndex<'_> {
         let function = module.function_at(line, column)?;
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
         let mut judged = judge(&summary, &module, &module.functions[function]);
+        self.released_copies(&module, function, &summary, &mut judged);
         // A step of a forward is judged in the forward's terms: its caller
         // binds its parameters, so what each is (a weight, an activation)
         // is known there. Its own judge reads its parameters as torch hands

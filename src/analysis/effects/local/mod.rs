@@ -27,6 +27,7 @@ use crate::syntax::text_of;
 
 mod calls;
 mod expr;
+mod self_state;
 mod store;
 
 /// What an effect does.
@@ -54,6 +55,11 @@ pub enum Kind {
     Rng,
     /// Runs other hooks' `pre_forward` / `post_forward`.
     Delegate,
+    /// Drops what an attribute of the object keeps (`del self.x[k]`,
+    /// `self.x.pop(k)`, `self.x[k] = None`): weight work only where its
+    /// class keeps gathered or moved copies of module state there (see
+    /// `ProjectIndex::keeps_copies`).
+    Release,
 }
 
 impl Kind {
@@ -71,6 +77,7 @@ impl Kind {
             Kind::Sync => "sync",
             Kind::Rng => "rng",
             Kind::Delegate => "delegate",
+            Kind::Release => "release",
         }
     }
 
@@ -405,11 +412,37 @@ impl<'t> Walker<'_, 't> {
                         "assignment" => self.assignment(child),
                         "augmented_assignment" => self.augmented(child),
                         "call" => {
+                            // `self.x.pop(k)`, `self.x.clear()` as a
+                            // statement: what `self.x` kept is dropped.
+                            if let Some(callee) = child.child_by_field_name("function")
+                                && callee.kind() == "attribute"
+                                && let Some(method) = callee.child_by_field_name("attribute")
+                                && let dropping @ ("pop" | "clear" | "popitem") =
+                                    text_of(method, self.text)
+                                && let Some(object) = callee.child_by_field_name("object")
+                            {
+                                self.released(object, &format!("`.{dropping}(...)`"));
+                            }
                             self.call(child, true);
                         }
                         _ => {
                             self.eval(child);
                         }
+                    }
+                }
+            }
+            "delete_statement" => {
+                let mut cursor = node.walk();
+                let targets: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+                for target in targets {
+                    let parts: Vec<Node<'t>> = if target.kind() == "expression_list" {
+                        let mut inner = target.walk();
+                        target.named_children(&mut inner).collect()
+                    } else {
+                        vec![target]
+                    };
+                    for part in parts {
+                        self.released(part, "`del`");
                     }
                 }
             }
@@ -614,65 +647,6 @@ impl<'t> Walker<'_, 't> {
                 self.self_store(attr, &Vals::fresh());
             }
         }
-    }
-
-    /// `self.<attr>` (or `self.<attr>[k]`) as written on the left.
-    fn self_attribute(&self, node: Node<'_>) -> Option<String> {
-        let mut current = node;
-        loop {
-            match current.kind() {
-                "subscript" => current = current.child_by_field_name("value")?,
-                "attribute" => {
-                    let object = current.child_by_field_name("object")?;
-                    if object.kind() == "identifier" && self.is_self(text_of(object, self.text)) {
-                        return Some(
-                            text_of(current.child_by_field_name("attribute")?, self.text)
-                                .to_owned(),
-                        );
-                    }
-                    current = object;
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// Notes a store of `vals` into `self.<attr>`.
-    fn self_store(&mut self, attr: String, vals: &Vals) {
-        let is_self = |root: &Root| match root {
-            Root::Param(0) => self.context.method,
-            Root::Outer(name) => self.context.outer_self == Some(&**name),
-            _ => false,
-        };
-        // A tensor made here but wrapped as module state
-        // (`nn.Parameter(torch.ones(n))`) is the module's, not the object's
-        // own data.
-        let own = vals.iter().all(|v| {
-            (v.is_fresh() && v.shape != Shape::Tensor)
-                || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
-        }) && !vals.0.is_empty();
-        let mut classes: Vec<Box<str>> = Vec::new();
-        for val in vals.iter() {
-            if let Some(class) = &val.class
-                && !classes.contains(class)
-            {
-                classes.push(class.clone());
-            }
-        }
-        self.facts.self_stores.push(SelfStore {
-            attr: attr.into(),
-            own,
-            classes,
-            vals: vals.clone(),
-        });
-    }
-
-    fn is_self(&self, name: &str) -> bool {
-        if self.env.contains_key(name) {
-            return false;
-        }
-        (self.context.method && self.params.first().is_some_and(|p| p == name))
-            || (self.context.outer_self == Some(name) && !self.params.iter().any(|p| p == name))
     }
 }
 

@@ -102,6 +102,10 @@ impl<'t> Walker<'_, 't> {
                 }
                 if let Some(attr_of_self) = self.self_attribute(left) {
                     self.self_store(attr_of_self, &vals);
+                    // `self.x[k] = None`: what it kept there is dropped.
+                    if right.is_some_and(|r| r.kind() == "none") {
+                        self.released(left, "`= None`");
+                    }
                 }
                 self.store_into(left, &containers, "", &vals, right);
             }

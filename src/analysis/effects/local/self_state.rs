@@ -1,0 +1,113 @@
+//! What a method does to its own object's attributes: `self.<attr>` stored
+//! or filled, and what it keeps there dropped (`del self.x[k]`).
+
+use tree_sitter::Node;
+
+use super::{Acts, Kind, LocalEffect, SelfStore, Walker};
+use crate::analysis::effects::value::{Root, Shape, Vals};
+use crate::syntax::text_of;
+
+impl<'t> Walker<'_, 't> {
+    /// `self.<attr>` (or `self.<attr>[k]`) as written on the left.
+    pub(super) fn self_attribute(&self, node: Node<'_>) -> Option<String> {
+        let mut current = node;
+        loop {
+            match current.kind() {
+                "subscript" => current = current.child_by_field_name("value")?,
+                "attribute" => {
+                    let object = current.child_by_field_name("object")?;
+                    if object.kind() == "identifier" && self.is_self(text_of(object, self.text)) {
+                        return Some(
+                            text_of(current.child_by_field_name("attribute")?, self.text)
+                                .to_owned(),
+                        );
+                    }
+                    current = object;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `del self.x[k]`, `del self.x`, `self.x.pop(k)`, `self.x[k] = None`:
+    /// what `self.x` keeps is dropped (`how` names the way).
+    pub(super) fn released(&mut self, place: Node<'t>, how: &str) {
+        if !matches!(place.kind(), "subscript" | "attribute") {
+            return;
+        }
+        let Some(attr) = self.self_attribute(place) else {
+            return;
+        };
+        // `self.x` itself, whatever is taken of it.
+        let mut object = place;
+        while let Some(inner) = match object.kind() {
+            "subscript" => object.child_by_field_name("value"),
+            "attribute"
+                if object
+                    .child_by_field_name("attribute")
+                    .is_none_or(|a| text_of(a, self.text) != attr) =>
+            {
+                object.child_by_field_name("object")
+            }
+            _ => None,
+        } {
+            object = inner;
+        }
+        let detail = format!("drops what `self.{attr}` keeps ({how})");
+        for val in self
+            .eval(object)
+            .iter()
+            .take(4)
+            .cloned()
+            .collect::<Vec<_>>()
+        {
+            self.facts.effects.push(LocalEffect {
+                kind: Kind::Release,
+                line: Self::line(place),
+                detail: detail.clone(),
+                on: Some(val),
+                discount: None,
+                acts: Acts::Tensor,
+                source: None,
+            });
+        }
+    }
+
+    /// Notes a store of `vals` into `self.<attr>`.
+    pub(super) fn self_store(&mut self, attr: String, vals: &Vals) {
+        let is_self = |root: &Root| match root {
+            Root::Param(0) => self.context.method,
+            Root::Outer(name) => self.context.outer_self == Some(&**name),
+            _ => false,
+        };
+        // A tensor made here but wrapped as module state
+        // (`nn.Parameter(torch.ones(n))`) is the module's, not the object's
+        // own data.
+        let own = vals.iter().all(|v| {
+            (v.is_fresh() && v.shape != Shape::Tensor)
+                || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
+        }) && !vals.0.is_empty();
+        let mut classes: Vec<Box<str>> = Vec::new();
+        for val in vals.iter() {
+            if let Some(class) = &val.class
+                && !classes.contains(class)
+            {
+                classes.push(class.clone());
+            }
+        }
+        self.facts.self_stores.push(SelfStore {
+            attr: attr.into(),
+            own,
+            classes,
+            vals: vals.clone(),
+        });
+    }
+
+    pub(super) fn is_self(&self, name: &str) -> bool {
+        if self.env.contains_key(name) {
+            return false;
+        }
+        (self.context.method && self.params.first().is_some_and(|p| p == name))
+            || (self.context.outer_self == Some(name) && !self.params.iter().any(|p| p == name))
+    }
+}

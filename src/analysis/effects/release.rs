@@ -1,0 +1,163 @@
+//! Copies dropped: a hook that drops what an attribute of its object keeps
+//! (`del self.gathered[m]`, `self.cache.pop(k)`) frees weights only where
+//! the class keeps copies of module state there: what a call that gathers,
+//! moves or copies module state returned (`out, handle =
+//! all_gather(module.weight, async_op=True)`, then `self.gathered[module] =
+//! out`). Dropping the last reference frees the gathered full weight, as
+//! ZeRO-3 and FSDP-style wrappers release their unsharded parameters after
+//! forward. Anything else kept on the object (statistics, handles, records)
+//! is its own data.
+
+use std::sync::Arc;
+
+use crate::analysis::effects::judge::{Judged, judge};
+use crate::analysis::effects::local::{Acts, Kind};
+use crate::analysis::effects::record::{Effect, Summary, Target};
+use crate::analysis::effects::resolve::judge_attribute;
+use crate::analysis::effects::value::Root;
+use crate::analysis::module_facts::ModuleFacts;
+use crate::analysis::project::ProjectIndex;
+
+/// Most methods of one class looked at for what they keep.
+const MOST_METHODS: usize = 256;
+
+impl ProjectIndex<'_> {
+    /// Where `judged` (the hook `function` of `module`, judged on `summary`)
+    /// found no weight work: a release of what `self.<attr>` keeps counts
+    /// where the hook's class keeps copies of module state there. The
+    /// release is then the evidence, and no longer a discount.
+    pub(crate) fn released_copies(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        summary: &Summary,
+        judged: &mut Judged,
+    ) {
+        let fact = &module.functions[function];
+        if judged.evidence.is_some() || !fact.is_method || fact.static_method {
+            return;
+        }
+        let Some(class) = fact.self_class.as_deref() else {
+            return;
+        };
+        for effect in &summary.effects {
+            let Target::Param {
+                index: 0,
+                attr: Some(attr),
+                ..
+            } = &effect.target
+            else {
+                continue;
+            };
+            if effect.kind != Kind::Release {
+                continue;
+            }
+            let Some(kept) = self.keeps_copies(module, class, attr) else {
+                continue;
+            };
+            let place = if effect.path == module.path {
+                format!("line {}: ", effect.line)
+            } else {
+                format!("{}:{}: ", effect.path.display(), effect.line)
+            };
+            judged
+                .discounted
+                .retain(|d| !(d.starts_with(&place) && d.contains(&effect.detail)));
+            let mut evidence = effect.clone();
+            evidence.detail = format!("{}, where {kept}", effect.detail);
+            judged.evidence = Some(evidence);
+            return;
+        }
+    }
+
+    /// Where a method of `class` (of `module`) stores into `self.<attr>`
+    /// (or its items) a copy of module state moved to a device, or what a
+    /// call returned that gathers, moves or copies module state, as the
+    /// method's own judge reads it: said in words.
+    fn keeps_copies(&self, module: &Arc<ModuleFacts>, class: &str, attr: &str) -> Option<String> {
+        let facts = module.classes.get(class)?;
+        for &method in facts.methods.iter().take(MOST_METHODS) {
+            let fact = &module.functions[method];
+            // `self.x[k] = block.weight.to("cuda")`: a moved copy.
+            let moved = fact
+                .local
+                .self_stores
+                .iter()
+                .filter(|s| &*s.attr == attr)
+                .flat_map(|s| s.vals.iter())
+                .any(|v| {
+                    let Root::Param(index) = v.root else {
+                        return false;
+                    };
+                    if !v.copied.is_some_and(|c| c.device || c.pinned) {
+                        return false;
+                    }
+                    let mut target = Target::Param {
+                        index,
+                        attr: v.attr.clone(),
+                        judged: false,
+                        shape: v.shape,
+                    };
+                    if !judge_attribute(&mut target, module, fact) {
+                        return false;
+                    }
+                    let copy = Summary {
+                        effects: vec![Effect {
+                            kind: Kind::Move,
+                            target,
+                            detail: String::new(),
+                            via: None,
+                            path: module.path.clone(),
+                            line: fact.line,
+                            chain: None,
+                            length: 0,
+                            acts: Acts::Tensor,
+                        }],
+                        ..Summary::default()
+                    };
+                    judge(&copy, module, fact).evidence.is_some()
+                });
+            if moved {
+                return Some(format!(
+                    "{} keeps moved copies of module state there",
+                    fact.qualname
+                ));
+            }
+            let returned: Vec<usize> = fact
+                .local
+                .self_stores
+                .iter()
+                .filter(|s| &*s.attr == attr)
+                .flat_map(|s| s.vals.iter())
+                .filter_map(|v| match v.root {
+                    Root::Returned(start) if v.attr.is_none() => Some(start),
+                    _ => None,
+                })
+                .collect();
+            if returned.is_empty() {
+                continue;
+            }
+            let at = (Arc::clone(module), method);
+            let caller = self.caller(&at);
+            for (i, call) in fact.calls.iter().enumerate() {
+                if call.through.is_some() || !returned.contains(&call.start) {
+                    continue;
+                }
+                for callee in caller.callees(i) {
+                    let mut mapped = self.effects_at_call(&caller, i, callee);
+                    mapped
+                        .effects
+                        .retain(|e| matches!(e.kind, Kind::Collective | Kind::Move | Kind::CopyIn));
+                    if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some()
+                    {
+                        return Some(format!(
+                            "{} keeps there what a call that gathers, moves or copies module state returned (line {})",
+                            fact.qualname, call.line
+                        ));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
