@@ -1,11 +1,22 @@
 //! What runs inside a step: the functions on the chains of the effects a
-//! step counts are found `inside` it, and are `covered` where every step
+//! step counts, and every other function the step reaches that does part
+//! of that work, are found `inside` it, and are `covered` where every step
 //! they were found inside is fenced (see `ProjectIndex::covering_inside`).
 
+/// Deepest call the walk from a step follows.
+const MOST_DEPTH: usize = 8;
+
+/// Most functions the walk from one step looks at.
+const MOST_FUNCTIONS: usize = 256;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::analysis::effects::record::StepEvidence;
+use crate::analysis::effects::local::Kind;
+use crate::analysis::effects::record::{Effect, StepEvidence};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
+use crate::analysis::reached::Through;
 use crate::found::{Discovered, Found};
 
 impl ProjectIndex<'_> {
@@ -61,6 +72,7 @@ impl ProjectIndex<'_> {
                 link = at.next.clone();
             }
         }
+        self.sharing_signs(step, &evidence, others, &mut inside);
         for (function, rest) in inside {
             let why = Found {
                 how: "inside",
@@ -84,6 +96,59 @@ impl ProjectIndex<'_> {
                 rest,
                 true,
             ));
+        }
+    }
+
+    /// The functions `step` reaches through calls (not past compute or a
+    /// function its authors fenced) whose own summary holds a sign the step
+    /// counts, the same kind at the same place: each does part of the
+    /// step's work where the step calls it (an override of the method the
+    /// chain went through, a second helper whose sign ranks behind the
+    /// first's). Added to `inside` with that effect as its evidence.
+    fn sharing_signs(
+        &self,
+        step: &FunctionRef,
+        evidence: &Effect,
+        others: &[Effect],
+        inside: &mut Vec<(FunctionRef, Effect)>,
+    ) {
+        let signs: HashSet<(&PathBuf, usize, Kind)> = std::iter::once(evidence)
+            .chain(others)
+            .map(|e| (&e.path, e.line, e.kind))
+            .collect();
+        let key = |f: &FunctionRef| (Arc::as_ptr(&f.0) as usize, f.1);
+        let mut seen: HashSet<(usize, usize)> = HashSet::from([key(step)]);
+        let mut pending: Vec<(FunctionRef, usize)> = vec![(step.clone(), 0)];
+        while let Some((at, depth)) = pending.pop() {
+            if depth >= MOST_DEPTH {
+                continue;
+            }
+            let caller = self.caller(&at);
+            for (i, call) in at.0.functions[at.1].calls.iter().enumerate() {
+                if matches!(call.through, Some(Through::Replayed { .. })) {
+                    continue;
+                }
+                for callee in caller.callees(i) {
+                    if seen.len() >= MOST_FUNCTIONS || !seen.insert(key(callee)) {
+                        continue;
+                    }
+                    if callee.0.functions[callee.1].fenced.is_some() || self.runs_compute(callee) {
+                        continue;
+                    }
+                    let summary = self.summary(callee);
+                    if let Some(effect) = summary
+                        .effects
+                        .iter()
+                        .find(|e| signs.contains(&(&e.path, e.line, e.kind)))
+                        && !inside
+                            .iter()
+                            .any(|(f, _)| Arc::ptr_eq(&f.0, &callee.0) && f.1 == callee.1)
+                    {
+                        inside.push((callee.clone(), effect.clone()));
+                    }
+                    pending.push((callee.clone(), depth + 1));
+                }
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 import torch
 
-from pkg.store import Store, Streams
+from pkg.store import LazyStreams, Store, Streams
 
 
 class Fetching(torch.nn.Module):
@@ -84,3 +84,21 @@ class Swapping(torch.nn.Module):
     def _swap(self):
         self.streams.prefetch(self.block)
         self.streams.drain(self.block)
+
+
+class Staging(torch.nn.Module):
+    """Its step `_stage` calls `prefetch` on streams of either class: the
+    chain goes through one override, and the other, doing the same work
+    there (the same sign), is covered too."""
+
+    def __init__(self, block, lazy=False):
+        super().__init__()
+        self.streams = LazyStreams() if lazy else Streams()
+        self.block = block
+
+    def forward(self, x):
+        self._stage()
+        return x * self.block.w
+
+    def _stage(self):
+        self.streams.prefetch(self.block)
