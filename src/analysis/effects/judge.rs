@@ -196,8 +196,13 @@ pub fn judge_with(
     let mut judged = Judged::default();
     let mut counted: Vec<&Effect> = Vec::new();
     for effect in &summary.effects {
-        // A sync in a hook that measures (here or through what it calls).
-        let why = if matches!(effect.kind, Kind::Sync) && summary.measures {
+        // A sync next to timing or memory statistics: in the hook or a
+        // function it calls directly where the hook measures (itself or
+        // through what it calls directly), deeper where the function
+        // holding it, one it calls directly or its caller does.
+        let why = if matches!(effect.kind, Kind::Sync)
+            && (effect.measured || (effect.length <= 1 && summary.measures))
+        {
             Some(
                 "synchronize() stands next to timing or memory statistics calls: it measures"
                     .to_owned(),

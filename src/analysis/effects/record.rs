@@ -87,6 +87,10 @@ pub struct Effect {
     pub length: u32,
     /// What the value acted on must be for this to touch module state.
     pub acts: Acts,
+    /// A sync that stands next to timing or memory statistics: the function
+    /// holding it, one it calls directly, or the function that calls it
+    /// reads a clock, a timer or memory statistics.
+    pub measured: bool,
 }
 
 impl Effect {

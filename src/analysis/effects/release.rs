@@ -112,6 +112,7 @@ impl ProjectIndex<'_> {
                             chain: None,
                             length: 0,
                             acts: Acts::Tensor,
+                            measured: false,
                         }],
                         ..Summary::default()
                     };

@@ -371,6 +371,7 @@ impl ProjectIndex<'_> {
                         chain: None,
                         length: 0,
                         acts: local.acts,
+                        measured: false,
                     },
                     &mut effects,
                 );
@@ -467,6 +468,14 @@ impl ProjectIndex<'_> {
                 _ => false,
             });
         summary.measures = function.local.measures || measures;
+        // A sync of its own body stands next to its timing, or to that of
+        // a function it calls directly.
+        for effect in &mut summary.effects {
+            if effect.chain.is_none() && effect.kind == crate::analysis::effects::local::Kind::Sync
+            {
+                effect.measured = summary.measures;
+            }
+        }
         discounts.truncate(4);
         summary.discounts = discounts;
         summary
@@ -654,6 +663,10 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
                         next: effect.chain.clone(),
                     })),
                     length: effect.length + 1,
+                    // A sync of the callee's own body stands next to this
+                    // function's timing too.
+                    measured: effect.measured
+                        || (effect.chain.is_none() && self.function.local.measures),
                     ..effect.clone()
                 });
             }
