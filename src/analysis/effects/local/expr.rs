@@ -103,8 +103,12 @@ impl<'t> Walker<'_, 't> {
                 for index in &indices {
                     self.eval(*index);
                 }
+                // What no literal tells (`[::2]`, `[i]`) is a saved tensor at
+                // no known position.
                 let saved_at = match indices.as_slice() {
-                    [index] if !self.context.method => saved_position(*index, text),
+                    [index] if !self.context.method => {
+                        Some(saved_position(*index, text).unwrap_or_else(|| "[?]".to_owned()))
+                    }
                     _ => None,
                 };
                 self.eval(value).map(|mut v| {

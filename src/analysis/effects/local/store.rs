@@ -20,6 +20,13 @@ fn saved_tensor(i: i64) -> String {
     format!("{SAVED_TENSORS}[{i}]")
 }
 
+/// Whether an attribute of `ctx` names a saved tensor by its position from
+/// the end (`saved_tensors[-1]`).
+fn from_the_end(attr: &str) -> bool {
+    attr.strip_prefix(SAVED_TENSORS)
+        .is_some_and(|rest| rest.starts_with("[-"))
+}
+
 /// Where the tensors an attribute of `ctx` unpacks start among those
 /// saved: `saved_tensors` at 0, `saved_tensors[a:]` at `a`.
 fn saved_slice_start(attr: &str) -> Option<i64> {
@@ -133,16 +140,38 @@ impl<'t> Walker<'_, 't> {
                         .flatten()
                         .filter(|s| starts.iter().all(|t| *t == Some(*s)))
                 };
+                let count = i64::try_from(parts.len()).unwrap_or(i64::MAX);
+                let starred = parts.iter().any(|p| p.kind() == "list_splat_pattern");
+                // `x, w = (None, *ctx.saved_tensors)`: the parts past the
+                // leading items are the saved tensors, counted from the end.
+                let splat_after = right
+                    .filter(|_| !starred && start.is_none() && !self.context.method)
+                    .and_then(|r| self.saved_splat_after(r));
                 let mut positional = start.is_some();
                 let start = start.unwrap_or(0);
                 for (i, part) in parts.into_iter().enumerate() {
                     positional &= part.kind() != "list_splat_pattern";
-                    let at = start + i64::try_from(i).unwrap_or(i64::MAX);
+                    let i = i64::try_from(i).unwrap_or(i64::MAX);
+                    let at = start + i;
                     // Past the end of a slice counted from the end.
                     positional &= start >= 0 || at < 0;
                     let vals = if positional {
-                        vals.clone().map(|v| Val {
-                            attr: Some(format!("{SAVED_TENSORS}[{at}]").into()),
+                        // Unpacked to the end with no starred part: also
+                        // its position from the end.
+                        let from_end = (!starred && at >= 0).then_some(i - count);
+                        let mut out = Vals::default();
+                        for at in std::iter::once(at).chain(from_end) {
+                            out.extend(vals.clone().map(|v| Val {
+                                attr: Some(format!("{SAVED_TENSORS}[{at}]").into()),
+                                ..v
+                            }));
+                        }
+                        out
+                    } else if let Some((leading, saved)) = &splat_after
+                        && i >= *leading
+                    {
+                        saved.clone().map(|v| Val {
+                            attr: Some(format!("{SAVED_TENSORS}[{}]", i - count).into()),
                             ..v
                         })
                     } else {
@@ -160,6 +189,50 @@ impl<'t> Walker<'_, 't> {
         }
     }
 
+    /// `(a, *ctx.saved_tensors)` as written: how many items lead the splat
+    /// (its last item) and what the splat's value is, where that is what
+    /// the forward saved.
+    fn saved_splat_after(&self, right: Node<'t>) -> Option<(i64, Vals)> {
+        let mut right = right;
+        while right.kind() == "parenthesized_expression" {
+            right = right.named_child(0)?;
+        }
+        if !matches!(right.kind(), "tuple" | "list" | "expression_list") {
+            return None;
+        }
+        let mut cursor = right.walk();
+        let items: Vec<Node<'t>> = right.named_children(&mut cursor).collect();
+        let (last, leading) = items.split_last()?;
+        if last.kind() != "list_splat" || leading.iter().any(|i| i.kind() == "list_splat") {
+            return None;
+        }
+        let value = last.named_child(0)?;
+        let saved = self.value_of_saved(value)?;
+        Some((i64::try_from(leading.len()).ok()?, saved))
+    }
+
+    /// What `ctx.saved_tensors` is, where `node` spells it on the first
+    /// parameter of a function that is no method.
+    fn value_of_saved(&self, node: Node<'t>) -> Option<Vals> {
+        let object = node
+            .child_by_field_name("object")
+            .filter(|_| node.kind() == "attribute")?;
+        let attr = node.child_by_field_name("attribute")?;
+        if object.kind() != "identifier"
+            || text_of(attr, self.text) != SAVED_TENSORS
+            || self.params.first().map(String::as_str) != Some(text_of(object, self.text))
+            || self.env.contains_key(text_of(object, self.text))
+        {
+            return None;
+        }
+        let mut val = Val::new(
+            Root::Param(0),
+            crate::analysis::effects::value::Shape::Object,
+        );
+        val.attr = Some(SAVED_TENSORS.into());
+        Some(Vals(vec![val]))
+    }
+
     /// `ctx.save_for_backward(a, b)` in a function that is no method (a
     /// custom autograd Function's `forward`): `ctx.saved_tensors` hands
     /// each back by position in `backward`, kept as the first parameter's
@@ -175,7 +248,8 @@ impl<'t> Walker<'_, 't> {
         }
         // Saved with another number of tensors elsewhere in the body
         // (`save_for_backward(x, w)` in one branch, `(w)` in the other):
-        // positions mean different tensors there, so none is kept.
+        // positions from the start mean different tensors there, so none
+        // is kept; positions from the end are (`w` is last in both).
         let stores = &mut self.facts.first_param_stores;
         let saved_before: Vec<&str> = stores
             .iter()
@@ -193,8 +267,22 @@ impl<'t> Walker<'_, 't> {
                 && saved_before.contains(&saved_tensor(last).as_str())
                 && !saved_before.contains(&saved_tensor(last + 1).as_str());
             if !agrees {
-                stores.retain(|(attr, _)| !is_saved_tensor(attr));
-                stores.push((SAVED_UNKNOWN.into(), Vals::default()));
+                stores.retain(|(attr, _)| !is_saved_tensor(attr) || from_the_end(attr));
+                if !stores.iter().any(|(attr, _)| &**attr == SAVED_UNKNOWN) {
+                    stores.push((SAVED_UNKNOWN.into(), Vals::default()));
+                }
+                if values.splat {
+                    stores.retain(|(attr, _)| !from_the_end(attr));
+                    return;
+                }
+                let count = i64::try_from(values.positional.len()).unwrap_or(i64::MAX);
+                for (i, vals) in values.positional.iter().enumerate() {
+                    if stores.len() >= MOST_FIRST_PARAM_STORES {
+                        break;
+                    }
+                    let i = i64::try_from(i).unwrap_or(i64::MAX);
+                    stores.push((saved_tensor(i - count).into(), vals.clone()));
+                }
                 return;
             }
         }
