@@ -131,6 +131,22 @@ def replayed_tables(n):
 
 
 # (name, generator, n): each is timed at n and 2n.
+def named_setattrs(n):
+    # n functions each setting an attribute named by a parameter, called
+    # with "forward" or another name: each asks who passes its parameter.
+    return (
+        "import torch\n"
+        + "".join(
+            f"\n\ndef patch{i}(m, name):\n    setattr(m, name, lambda *a: m.to('cuda'))\n"
+            for i in range(n)
+        )
+        + "\n\ndef install(m):\n"
+        + "".join(
+            f"    patch{i}(m, {'forward' if i % 2 else 'decode'!r})\n" for i in range(n)
+        )
+    )
+
+
 SHAPES = [
     ("nested lambdas", lambdas, 1000),
     ("method-call chain", method_chain, 500),
@@ -144,6 +160,7 @@ SHAPES = [
     ("one attribute rebound and called n times (B7)", attribute_rebound, 1000),
     ("B7 where every function moves the module", attribute_rebound_moving, 1000),
     ("n hooks replaying a table of n registrations (B8)", replayed_tables, 1000),
+    ("setattr(m, name, f) with a parameter name in n functions", named_setattrs, 2000),
 ]
 
 

@@ -76,72 +76,115 @@ pub(crate) fn binds_module(target: &str, value: tree_sitter::Node<'_>, text: &st
     }
 }
 
-/// Whether the variable `name`, the attribute name of
-/// `setattr(m, name, f)`, can hold `"forward"` where it stands: the target
-/// of a `for` around it over literal names one of which is `"forward"`
-/// (`for name in ("forward", "encode"): setattr(m, name, wrap(m, name))`),
-/// or a parameter of the function around it that a call in the same module
-/// passes `"forward"`, written so or through such a loop at the call
-/// (`for name in ["forward", "decode"]: patch(name)`). Any other value is
-/// not followed: a name read from a list kept elsewhere may be anything.
-pub(crate) fn names_forward(name: tree_sitter::Node<'_>, text: &str) -> bool {
-    use crate::syntax::{enclosing_class, enclosing_function, parameter_names, text_of};
-    let variable = text_of(name, text);
-    if looped_over_forward(name, variable, text) {
-        return true;
+/// What `setattr(m, name, f)`'s with a variable name ask of one file,
+/// kept while its tree is at hand: the calls by the name they call (read
+/// once), and the answer for each function and parameter (asked once), so
+/// a file of many such calls costs one walk.
+#[derive(Default)]
+pub(crate) struct ForwardNames<'t> {
+    calls: Option<std::collections::HashMap<&'t str, Vec<tree_sitter::Node<'t>>>>,
+    answers: std::collections::HashMap<(usize, usize), bool>,
+}
+
+impl<'t> ForwardNames<'t> {
+    /// Whether the variable `name`, the attribute name of
+    /// `setattr(m, name, f)`, can hold `"forward"` where it stands: the
+    /// target of a `for` around it over literal names one of which is
+    /// `"forward"` (`for name in ("forward", "encode"): setattr(m, name,
+    /// wrap(m, name))`), or a parameter of the function around it that a
+    /// call in the same module passes `"forward"`, written so or through
+    /// such a loop at the call (`for name in ["forward", "decode"]:
+    /// patch(name)`). Any other value is not followed: a name read from a
+    /// list kept elsewhere may be anything.
+    pub(crate) fn names_forward(&mut self, name: tree_sitter::Node<'t>, text: &'t str) -> bool {
+        use crate::syntax::{enclosing_class, enclosing_function, parameter_names, text_of};
+        let variable = text_of(name, text);
+        if looped_over_forward(name, variable, text) {
+            return true;
+        }
+        let Some(function) = enclosing_function(name).filter(|f| f.kind() == "function_definition")
+        else {
+            return false;
+        };
+        let Some(position) = parameter_names(function, text)
+            .iter()
+            .position(|p| p == variable)
+        else {
+            return false;
+        };
+        if let Some(&known) = self.answers.get(&(function.start_byte(), position)) {
+            return known;
+        }
+        let Some(function_name) = function
+            .child_by_field_name("name")
+            .map(|n| text_of(n, text))
+        else {
+            return false;
+        };
+        // A method is called with its instance bound: `self.patch(name)`.
+        let method = enclosing_class(function).is_some_and(|class| {
+            enclosing_function(function).is_none_or(|f| class.start_byte() > f.start_byte())
+        });
+        let answer = position.checked_sub(usize::from(method)).is_some_and(|at| {
+            self.calls_named(function, text)
+                .get(function_name)
+                .into_iter()
+                .flatten()
+                .filter_map(|call| argument_for(*call, function_name, method, variable, at, text))
+                .any(|argument| {
+                    is_forward_string(argument, text)
+                        || (argument.kind() == "identifier"
+                            && looped_over_forward(argument, text_of(argument, text), text))
+                })
+        });
+        self.answers
+            .insert((function.start_byte(), position), answer);
+        answer
     }
-    let Some(function) = enclosing_function(name).filter(|f| f.kind() == "function_definition")
-    else {
-        return false;
-    };
-    let Some(position) = parameter_names(function, text)
-        .iter()
-        .position(|p| p == variable)
-    else {
-        return false;
-    };
-    let Some(function_name) = function
-        .child_by_field_name("name")
-        .map(|n| text_of(n, text))
-    else {
-        return false;
-    };
-    // A method is called with its instance bound: `self.patch(name)`.
-    let method = enclosing_class(function).is_some_and(|class| {
-        enclosing_function(function).is_none_or(|f| class.start_byte() > f.start_byte())
-    });
-    let Some(position) = position.checked_sub(usize::from(method)) else {
-        return false;
-    };
-    let mut root = function;
-    while let Some(parent) = root.parent() {
-        root = parent;
-    }
-    let mut found = false;
-    let mut cursor = root.walk();
-    'walk: loop {
-        let node = cursor.node();
-        if node.kind() == "call"
-            && let Some(argument) =
-                argument_for(node, function_name, method, variable, position, text)
-        {
-            found = is_forward_string(argument, text)
-                || (argument.kind() == "identifier"
-                    && looped_over_forward(argument, text_of(argument, text), text));
-            if found {
-                break;
+
+    /// The file's calls by the last name of what they call, read once.
+    fn calls_named(
+        &mut self,
+        any: tree_sitter::Node<'t>,
+        text: &'t str,
+    ) -> &std::collections::HashMap<&'t str, Vec<tree_sitter::Node<'t>>> {
+        self.calls.get_or_insert_with(|| {
+            let mut root = any;
+            while let Some(parent) = root.parent() {
+                root = parent;
             }
-        }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'walk;
+            let mut calls: std::collections::HashMap<&'t str, Vec<tree_sitter::Node<'t>>> =
+                std::collections::HashMap::new();
+            let mut cursor = root.walk();
+            'walk: loop {
+                let node = cursor.node();
+                if node.kind() == "call"
+                    && let Some(callee) = node.child_by_field_name("function")
+                {
+                    let last = match callee.kind() {
+                        "identifier" => Some(callee),
+                        "attribute" => callee.child_by_field_name("attribute"),
+                        _ => None,
+                    };
+                    if let Some(last) = last {
+                        calls
+                            .entry(crate::syntax::text_of(last, text))
+                            .or_default()
+                            .push(node);
+                    }
+                }
+                if cursor.goto_first_child() {
+                    continue;
+                }
+                while !cursor.goto_next_sibling() {
+                    if !cursor.goto_parent() {
+                        break 'walk;
+                    }
+                }
             }
-        }
+            calls
+        })
     }
-    found
 }
 
 /// What the call `call` of `function_name` (a method: through an

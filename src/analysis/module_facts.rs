@@ -132,6 +132,7 @@ impl ModuleFacts {
         let mut locals = Vec::new();
         let mut attributes = Vec::new();
         let mut replacements = Vec::new();
+        let mut forward_names = crate::analysis::installs::ForwardNames::default();
         let mut saved = Vec::new();
         let mut swaps: Vec<(Node<'_>, &str, Node<'_>)> = Vec::new();
         let mut returned = Vec::new();
@@ -188,7 +189,7 @@ impl ModuleFacts {
             ) {
                 // `setattr(m, name, f)`: where `name` holds "forward".
                 let named = capture(captures, q.fwd_named_by)
-                    .is_none_or(|name| crate::analysis::installs::names_forward(name, text));
+                    .is_none_or(|name| forward_names.names_forward(name, text));
                 if named {
                     replacements.push((fwd, target, value));
                 }
