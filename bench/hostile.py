@@ -147,6 +147,13 @@ def named_setattrs(n):
     )
 
 
+def quoted_forwards(n):
+    # n strings "forward" after a comma in a file that never calls setattr:
+    # each is a candidate the prefilter rejects (the search for `setattr`
+    # is made once per file, not once per string).
+    return "import torch\n\n" + "".join(f'x{i} = f(a, "forward")\n' for i in range(n))
+
+
 SHAPES = [
     ("nested lambdas", lambdas, 1000),
     ("method-call chain", method_chain, 500),
@@ -161,6 +168,7 @@ SHAPES = [
     ("B7 where every function moves the module", attribute_rebound_moving, 1000),
     ("n hooks replaying a table of n registrations (B8)", replayed_tables, 1000),
     ("setattr(m, name, f) with a parameter name in n functions", named_setattrs, 2000),
+    ('"forward" after a comma n times, no setattr', quoted_forwards, 20000),
 ]
 
 

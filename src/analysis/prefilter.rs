@@ -173,6 +173,7 @@ impl Needles {
         };
         let bytes = text.as_bytes();
         let fullgraph = self.patterns.len() - 1;
+        let setattr = std::cell::OnceCell::new();
         let mut from = 0;
         // Every start of every pattern is visited: the searcher reports the
         // leftmost start, every pattern beginning there is checked, and the
@@ -187,7 +188,7 @@ impl Needles {
                     scan.fullgraph |= fullgraph_at(text, start);
                 } else if contexts
                     .iter()
-                    .any(|&c| stands_in(bytes, start, start + pattern.len(), c))
+                    .any(|&c| stands_in(bytes, start, start + pattern.len(), c, &setattr))
                 {
                     scan.needed = true;
                     return scan;
@@ -287,7 +288,16 @@ pub fn optout_ranges(text: &str) -> Vec<std::ops::Range<usize>> {
 
 /// Whether the name at `start..end` could be what a query with `context`
 /// matches.
-fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
+/// `setattr`: whether the text spells `setattr` anywhere, searched the
+/// first time a needle asks and kept for the rest of the scan (once per
+/// file, however many strings it has).
+fn stands_in(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    context: Context,
+    setattr: &std::cell::OnceCell<bool>,
+) -> bool {
     let whole_word = is_whole_word(bytes, start, end);
     match context {
         Context::Anywhere => true,
@@ -343,7 +353,8 @@ fn stands_in(bytes: &[u8], start: usize, end: usize, context: Context) -> bool {
                     bytes.get(end) == Some(&quote)
                         && j > 0
                         && matches!(bytes[j - 1], b',' | b'(' | b'[' | b'=')
-                        && memchr::memmem::find(bytes, b"setattr").is_some()
+                        && *setattr
+                            .get_or_init(|| memchr::memmem::find(bytes, b"setattr").is_some())
                 }
                 _ => false,
             }
