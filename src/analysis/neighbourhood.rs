@@ -28,7 +28,7 @@ impl ProjectIndex<'_> {
         module: &Arc<ModuleFacts>,
         keyword: &'static str,
         word: &str,
-    ) -> Vec<Arc<ModuleFacts>> {
+    ) -> Arc<[Arc<ModuleFacts>]> {
         let slot = keyword_slot(keyword);
         let lock = || {
             self.neighbourhoods
@@ -41,7 +41,7 @@ impl ProjectIndex<'_> {
         {
             return known.clone();
         }
-        let found = self.find_neighbourhood(module, keyword, word);
+        let found: Arc<[Arc<ModuleFacts>]> = self.find_neighbourhood(module, keyword, word).into();
         lock().entry(module.path.clone()).or_default()[slot]
             .entry(word.into())
             .or_insert(found)
@@ -312,7 +312,10 @@ impl ProjectIndex<'_> {
             return Vec::new();
         }
         let mut found: Vec<FunctionRef> = Vec::new();
-        let methods_in = |module: Arc<ModuleFacts>, found: &mut Vec<FunctionRef>| {
+        let methods_in = |module: &Arc<ModuleFacts>, found: &mut Vec<FunctionRef>| {
+            if !module.may_define_function(method) {
+                return;
+            }
             // In the order of the module's functions, not of its class map
             // (whose order differs from run to run).
             let mut methods: Vec<usize> = module
@@ -322,9 +325,9 @@ impl ProjectIndex<'_> {
                 .filter(|&i| module.functions[i].name == method)
                 .collect();
             methods.sort_unstable();
-            found.extend(methods.into_iter().map(|i| (Arc::clone(&module), i)));
+            found.extend(methods.into_iter().map(|i| (Arc::clone(module), i)));
         };
-        for module in self.neighbourhood(module, "def", method) {
+        for module in self.neighbourhood(module, "def", method).iter() {
             methods_in(module, &mut found);
         }
         let most = match held {
@@ -340,7 +343,7 @@ impl ProjectIndex<'_> {
             // An object of one class only, and of its own program's.
             let package = held == Held::Object;
             for module in self.project_definers(module, method, most, package) {
-                methods_in(module, &mut found);
+                methods_in(&module, &mut found);
             }
             if found.len() > most {
                 return Vec::new();

@@ -79,7 +79,7 @@ pub(super) type Dispatchers =
 
 /// For one module and keyword (`def`, `class`): the modules that may
 /// define each name.
-pub(super) type NeighbourhoodWords = HashMap<Box<str>, Vec<Arc<ModuleFacts>>>;
+pub(super) type NeighbourhoodWords = HashMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 
 /// What attributes of a module hold, by the module's facts (their
 /// address), attribute and method.
@@ -271,9 +271,9 @@ impl<'v> ProjectIndex<'v> {
             }
         }
         self.neighbourhood(module, "class", &last)
-            .into_iter()
+            .iter()
             .filter(|m| m.classes.contains_key(&last))
-            .map(|m| (m, last.clone()))
+            .map(|m| (Arc::clone(m), last.clone()))
             .collect()
     }
 

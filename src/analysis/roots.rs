@@ -85,20 +85,25 @@ impl ProjectIndex<'_> {
         // map, whose order differs from run to run): the first reason
         // found for a step is the one kept.
         // Only where the class may be an `nn.Module` (see `lineage`): a
-        // pipeline stage's or a runner's `forward` is no model's.
-        let mut known = crate::analysis::lineage::ModuleClasses::new();
-        let mut roots: Vec<(&Arc<ModuleFacts>, usize)> = Vec::new();
+        // pipeline stage's or a runner's `forward` is no model's. That is
+        // asked only of a forward whose steps found something, after the
+        // steps: most forwards run compute alone, and a class's lineage can
+        // take reading the modules of its bases.
+        let mut roots: Vec<(&Arc<ModuleFacts>, usize, Option<&str>)> = Vec::new();
         for module in &self.modules {
-            let mut methods: Vec<usize> = Vec::new();
+            let mut methods: Vec<(usize, Option<&str>)> = Vec::new();
             for (name, class) in &module.classes {
-                let forwards = class.methods.iter().copied().filter(|&method| {
-                    let function = &module.functions[method];
-                    function.name == "forward" && function.fenced.is_none()
-                });
-                let forwards: Vec<usize> = forwards.collect();
-                if !forwards.is_empty() && self.may_be_module(module, name, &mut known) {
-                    methods.extend(forwards);
-                }
+                methods.extend(
+                    class
+                        .methods
+                        .iter()
+                        .copied()
+                        .filter(|&method| {
+                            let function = &module.functions[method];
+                            function.name == "forward" && function.fenced.is_none()
+                        })
+                        .map(|method| (method, Some(name.as_str()))),
+                );
             }
             // A function compiled where it is defined (`@torch.compile`) is
             // traced whatever its class: a runner's compiled `infer`.
@@ -107,15 +112,19 @@ impl ProjectIndex<'_> {
                     .functions
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, f)| (f.compiled && f.fenced.is_none()).then_some(i)),
+                    .filter_map(|(i, f)| (f.compiled && f.fenced.is_none()).then_some((i, None))),
             );
             methods.sort_unstable();
-            methods.dedup();
-            roots.extend(methods.into_iter().map(|method| (module, method)));
+            methods.dedup_by_key(|(method, _)| *method);
+            roots.extend(
+                methods
+                    .into_iter()
+                    .map(|(method, class)| (module, method, class)),
+            );
         }
         let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
             .par_iter()
-            .map(|&(module, method)| {
+            .map(|&(module, method, _)| {
                 let function = &module.functions[method];
                 let (how, root) = match function.compiled && function.name != "forward" {
                     true => ("compile-call", "compiled function"),
@@ -154,7 +163,18 @@ impl ProjectIndex<'_> {
                 (found, evidence)
             })
             .collect();
-        for (found, evidence) in found {
+        let mut known = crate::analysis::lineage::ModuleClasses::new();
+        for (&(module, method, class), (found, evidence)) in roots.iter().zip(found) {
+            if found == Discovered::default() && evidence.is_empty() {
+                continue;
+            }
+            let compiled = module.functions[method].compiled;
+            if let Some(class) = class
+                && !compiled
+                && !self.may_be_module(module, class, &mut known)
+            {
+                continue;
+            }
             discovered.absorb(found);
             self.keep_step_evidence(evidence);
         }
@@ -395,7 +415,10 @@ impl ProjectIndex<'_> {
                         }
                     };
                     from_step(&mut evidence);
-                    let mut others: Vec<_> = judged.counted.into_iter().skip(1).collect();
+                    let mut others: Vec<_> = judged.counted[1..]
+                        .iter()
+                        .map(|&i| mapped.effects[i].clone())
+                        .collect();
                     others.iter_mut().for_each(from_step);
                     keep(target, evidence, &others, discovered, evidence_found);
                 }

@@ -235,11 +235,11 @@ impl ProjectIndex<'_> {
     /// (`param.partition = partition`).
     fn attached_elsewhere(&self, module: &Arc<ModuleFacts>, method: &str) -> Vec<FunctionRef> {
         let mut found: Vec<FunctionRef> = Vec::new();
-        for neighbour in self.neighbourhood(module, "def", method) {
-            if Arc::ptr_eq(&neighbour, module) {
+        for neighbour in self.neighbourhood(module, "def", method).iter() {
+            if Arc::ptr_eq(neighbour, module) {
                 continue;
             }
-            for target in self.held_targets(&neighbour, method, None).iter() {
+            for target in self.held_targets(neighbour, method, None).iter() {
                 if !found
                     .iter()
                     .any(|f| f.1 == target.1 && f.0.path == target.0.path)

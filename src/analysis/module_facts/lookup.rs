@@ -87,6 +87,12 @@ impl ModuleFacts {
         self.functions_named(name, None)
     }
 
+    /// Whether some function of the module (a method, a closure) may be
+    /// named `name`: a look-up, where the module has its index of names.
+    pub(in crate::analysis) fn may_define_function(&self, name: &str) -> bool {
+        self.by_name.is_empty() || self.by_name.contains_key(name)
+    }
+
     /// Module-level functions (and closures of `outer`) named `name`.
     pub(in crate::analysis) fn functions_named(
         &self,
