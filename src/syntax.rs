@@ -19,6 +19,29 @@ pub fn capture<'t>(captures: &[QueryCapture<'t>], index: u32) -> Option<Node<'t>
     captures.iter().find(|c| c.index == index).map(|c| c.node)
 }
 
+/// Visits `root` and every node under it, in document order (each node
+/// before its children): one cursor, no recursion, so depth costs no stack.
+pub fn preorder<'t>(root: Node<'t>, mut each: impl FnMut(Node<'t>)) {
+    let mut cursor = root.walk();
+    'walk: loop {
+        each(cursor.node());
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node().id() == root.id() {
+                break 'walk;
+            }
+            if cursor.goto_next_sibling() {
+                continue 'walk;
+            }
+            if !cursor.goto_parent() {
+                break 'walk;
+            }
+        }
+    }
+}
+
 /// Runs `query` over `node` and calls `each` with every match's pattern index
 /// and captures.
 pub fn each_match<'t>(
@@ -477,24 +500,11 @@ impl<'t> Enclosing<'t> {
     /// Every function (`def`, `lambda`) under `root`, `root` included.
     pub fn functions_under(root: Node<'t>) -> Enclosing<'t> {
         let mut found = Vec::new();
-        let mut cursor = root.walk();
-        'walk: loop {
-            let node = cursor.node();
+        preorder(root, |node| {
             if is_function(node) {
                 found.push(node);
             }
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() || cursor.node().id() == root.id() {
-                    break 'walk;
-                }
-            }
-        }
+        });
         Enclosing::new(found)
     }
 
@@ -576,23 +586,27 @@ mod tests {
 
     /// Every node under `root`, `root` first, in document order.
     fn all_nodes(root: Node<'_>) -> Vec<Node<'_>> {
-        let mut cursor = root.walk();
         let mut nodes = Vec::new();
-        'walk: loop {
-            nodes.push(cursor.node());
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    continue 'walk;
-                }
-                if !cursor.goto_parent() {
-                    break 'walk;
-                }
-            }
-        }
+        preorder(root, |node| nodes.push(node));
         nodes
+    }
+
+    /// The walk stays under the node it starts from, whatever follows it.
+    #[test]
+    fn preorder_visits_the_subtree_only_in_document_order() {
+        let text = "def f(a):\n    return a\n\n\nx = 1\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let root = tree.root_node();
+        let def = root.named_child(0).unwrap();
+        let mut kinds = Vec::new();
+        preorder(def, |node| kinds.push(node.kind()));
+        assert_eq!(kinds.first(), Some(&"function_definition"));
+        assert!(kinds.contains(&"return_statement"), "{kinds:?}");
+        assert!(!kinds.contains(&"expression_statement"), "{kinds:?}");
+        let mut starts = Vec::new();
+        preorder(root, |node| starts.push(node.start_byte()));
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
+        assert_eq!(starts.len(), root.descendant_count());
     }
 
     /// `Qualnames` gives what walking up the tree gives, for every

@@ -350,21 +350,11 @@ fn assignment_of<'t>(node: Node<'t>, range: &std::ops::Range<usize>) -> Option<N
 /// How many identifiers below `node` spell `name`.
 fn mentions(node: Node<'_>, text: &str, name: &str) -> usize {
     let mut count = 0;
-    let mut cursor = node.walk();
-    'walk: loop {
-        let here = cursor.node();
+    crate::syntax::preorder(node, |here| {
         if here.kind() == "identifier" && text_of(here, text) == name {
             count += 1;
         }
-        if cursor.goto_first_child() {
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                break 'walk;
-            }
-        }
-    }
+    });
     count
 }
 

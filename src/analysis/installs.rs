@@ -155,9 +155,7 @@ impl<'t> ForwardNames<'t> {
             }
             let mut calls: std::collections::HashMap<&'t str, Vec<tree_sitter::Node<'t>>> =
                 std::collections::HashMap::new();
-            let mut cursor = root.walk();
-            'walk: loop {
-                let node = cursor.node();
+            crate::syntax::preorder(root, |node| {
                 if node.kind() == "call"
                     && let Some(callee) = node.child_by_field_name("function")
                 {
@@ -173,15 +171,7 @@ impl<'t> ForwardNames<'t> {
                             .push(node);
                     }
                 }
-                if cursor.goto_first_child() {
-                    continue;
-                }
-                while !cursor.goto_next_sibling() {
-                    if !cursor.goto_parent() {
-                        break 'walk;
-                    }
-                }
-            }
+            });
             calls
         })
     }

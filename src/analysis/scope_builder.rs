@@ -687,21 +687,8 @@ mod tests {
     /// Every node below `root` with its parent, from a full walk.
     fn every_node(root: Node<'_>) -> Vec<Node<'_>> {
         let mut nodes = Vec::new();
-        let mut cursor = root.walk();
-        loop {
-            nodes.push(cursor.node());
-            if cursor.goto_first_child() {
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return nodes;
-                }
-            }
-        }
+        crate::syntax::preorder(root, |node| nodes.push(node));
+        nodes
     }
 
     #[test]
