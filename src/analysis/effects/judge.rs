@@ -133,8 +133,8 @@ pub struct Judged {
     /// Signs that are no weight work, each with where and why.
     pub discounted: Vec<String>,
     /// Every effect on module state it counts, best-ranked first (the
-    /// first is the evidence).
-    pub counted: Vec<Effect>,
+    /// first is the evidence), by its index in the summary's effects.
+    pub counted: Vec<usize>,
 }
 
 /// Most discounts listed for one hook.
@@ -186,6 +186,16 @@ pub fn neighbour_roles(function: &FunctionFact) -> Vec<Role> {
         .collect()
 }
 
+/// Where a discounted sign is, as its discount line starts: its line in
+/// the hook's file (`module`), else its file and line.
+pub(crate) fn discount_place(effect: &Effect, module: &ModuleFacts) -> String {
+    if effect.path == module.path {
+        format!("line {}", effect.line)
+    } else {
+        format!("{}:{}", effect.path.display(), effect.line)
+    }
+}
+
 /// Judges `summary` as the effects of `hook`, whose parameters play `roles`.
 pub fn judge_with(
     summary: &Summary,
@@ -194,8 +204,8 @@ pub fn judge_with(
     roles: &[Role],
 ) -> Judged {
     let mut judged = Judged::default();
-    let mut counted: Vec<&Effect> = Vec::new();
-    for effect in &summary.effects {
+    let mut counted: Vec<usize> = Vec::new();
+    for (index, effect) in summary.effects.iter().enumerate() {
         // A sync next to timing or memory statistics: in the hook or a
         // function it calls directly where the hook measures (itself or
         // through what it calls directly), deeper where the function
@@ -211,18 +221,15 @@ pub fn judge_with(
             why_not(effect, roles, module, hook)
         };
         match why {
-            None => counted.push(effect),
+            None => counted.push(index),
             Some(why) => {
-                // Where the sign is: its line in the hook's file, else its
-                // file and line.
-                let place = if effect.path == module.path {
-                    format!("line {}", effect.line)
-                } else {
-                    format!("{}:{}", effect.path.display(), effect.line)
-                };
                 push_discount(
                     &mut judged.discounted,
-                    format!("{place}: {} ({why})", effect.detail),
+                    format!(
+                        "{}: {} ({why})",
+                        discount_place(effect, module),
+                        effect.detail
+                    ),
                 );
             }
         }
@@ -232,16 +239,12 @@ pub fn judge_with(
         push_discount(&mut judged.discounted, discount.clone());
     }
     // Stable: of effects ranked alike, the first in the summary leads.
-    counted.sort_by(|a, b| {
-        (a.length, a.kind.device_wide(), &a.path, a.line).cmp(&(
-            b.length,
-            b.kind.device_wide(),
-            &b.path,
-            b.line,
-        ))
+    counted.sort_by_key(|&i| {
+        let e = &summary.effects[i];
+        (e.length, e.kind.device_wide(), &e.path, e.line)
     });
-    judged.evidence = counted.first().map(|e| (*e).clone());
-    judged.counted = counted.into_iter().cloned().collect();
+    judged.evidence = counted.first().map(|&i| summary.effects[i].clone());
+    judged.counted = counted;
     judged
 }
 
@@ -529,7 +532,7 @@ impl crate::analysis::project::ProjectIndex<'_> {
         if let Some(step) = step {
             // The sign that decides is no discount.
             if step.path == module.path {
-                let decided = format!("line {}: ", step.line);
+                let decided = format!("{}: ", discount_place(&step, &module));
                 judged.discounted.retain(|d| !d.starts_with(&decided));
             }
             judged.evidence = Some(step);

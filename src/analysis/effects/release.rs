@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::analysis::effects::judge::{Judged, judge};
+use crate::analysis::effects::judge::{Judged, discount_place, judge};
 use crate::analysis::effects::local::{Acts, Kind};
 use crate::analysis::effects::record::{Effect, Summary, Target};
 use crate::analysis::effects::resolve::judge_attribute;
@@ -55,11 +55,7 @@ impl ProjectIndex<'_> {
             let Some(kept) = self.keeps_copies(module, class, attr) else {
                 continue;
             };
-            let place = if effect.path == module.path {
-                format!("line {}: ", effect.line)
-            } else {
-                format!("{}:{}: ", effect.path.display(), effect.line)
-            };
+            let place = format!("{}: ", discount_place(effect, module));
             judged
                 .discounted
                 .retain(|d| !(d.starts_with(&place) && d.contains(&effect.detail)));

@@ -146,7 +146,7 @@ impl<'t> Walker<'_, 't> {
                 // leading items are the saved tensors, counted from the end.
                 let splat_after = right
                     .filter(|_| !starred && start.is_none() && !self.context.method)
-                    .and_then(|r| self.saved_splat_after(r));
+                    .and_then(|r| self.saved_splat_after(r, &vals));
                 let mut positional = start.is_some();
                 let start = start.unwrap_or(0);
                 for (i, part) in parts.into_iter().enumerate() {
@@ -191,8 +191,9 @@ impl<'t> Walker<'_, 't> {
 
     /// `(a, *ctx.saved_tensors)` as written: how many items lead the splat
     /// (its last item) and what the splat's value is, where that is what
-    /// the forward saved.
-    fn saved_splat_after(&self, right: Node<'t>) -> Option<(i64, Vals)> {
+    /// the forward saved: of `vals` (the right side as evaluated), the
+    /// first parameter's `saved_tensors`.
+    fn saved_splat_after(&self, right: Node<'t>, vals: &Vals) -> Option<(i64, Vals)> {
         let mut right = right;
         while right.kind() == "parenthesized_expression" {
             right = right.named_child(0)?;
@@ -206,31 +207,28 @@ impl<'t> Walker<'_, 't> {
         if last.kind() != "list_splat" || leading.iter().any(|i| i.kind() == "list_splat") {
             return None;
         }
+        // Only the splat may spell `saved_tensors`: then what the right
+        // side holds of it is the splat's.
+        let spells_saved = |node: Node<'t>| {
+            node.kind() == "attribute"
+                && node
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| text_of(a, self.text) == SAVED_TENSORS)
+        };
         let value = last.named_child(0)?;
-        let saved = self.value_of_saved(value)?;
-        Some((i64::try_from(leading.len()).ok()?, saved))
-    }
-
-    /// What `ctx.saved_tensors` is, where `node` spells it on the first
-    /// parameter of a function that is no method.
-    fn value_of_saved(&self, node: Node<'t>) -> Option<Vals> {
-        let object = node
-            .child_by_field_name("object")
-            .filter(|_| node.kind() == "attribute")?;
-        let attr = node.child_by_field_name("attribute")?;
-        if object.kind() != "identifier"
-            || text_of(attr, self.text) != SAVED_TENSORS
-            || self.params.first().map(String::as_str) != Some(text_of(object, self.text))
-            || self.env.contains_key(text_of(object, self.text))
-        {
+        if !spells_saved(value) || leading.iter().any(|&i| spells_saved(i)) {
             return None;
         }
-        let mut val = Val::new(
-            Root::Param(0),
-            crate::analysis::effects::value::Shape::Object,
+        let saved = Vals(
+            vals.iter()
+                .filter(|v| v.root == Root::Param(0) && v.attr.as_deref() == Some(SAVED_TENSORS))
+                .cloned()
+                .collect(),
         );
-        val.attr = Some(SAVED_TENSORS.into());
-        Some(Vals(vec![val]))
+        if saved.0.is_empty() {
+            return None;
+        }
+        Some((i64::try_from(leading.len()).ok()?, saved))
     }
 
     /// `ctx.save_for_backward(a, b)` in a function that is no method (a
