@@ -378,6 +378,7 @@ impl Settings {
             context_classes: Arc::default(),
             module_cache: Arc::default(),
             reviewed: args.interactive || args.replay.is_some(),
+            spelled_from_cwd: false,
         };
         let stderr_terminal = std::io::stderr().is_terminal();
         let mut options = options;

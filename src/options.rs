@@ -52,6 +52,10 @@ pub struct Options {
     /// A review (`--interactive`, `--replay`) decides which hooks get a
     /// fence: only a fence already in the source covers what a hook calls.
     pub reviewed: bool,
+    /// The files a walk finds through `..` are spelled from the working
+    /// directory (the project-context pass over a root above it: its
+    /// `../pkg/x.py` is the given run's `x.py`).
+    pub spelled_from_cwd: bool,
 }
 
 impl Default for Options {
@@ -69,6 +73,7 @@ impl Default for Options {
             context_classes: std::sync::Arc::default(),
             module_cache: std::sync::Arc::default(),
             reviewed: false,
+            spelled_from_cwd: false,
         }
     }
 }

@@ -430,6 +430,57 @@ fn dry_run_prints_sorted_diff_and_changes_nothing() {
     before.assert_same(&p.snapshot(), "dry runs");
 }
 
+/// Run from inside a package whose import root lies above the working
+/// directory, the modules a step's evidence passes through print as the
+/// walk spells files (`weights.py:9`), never as absolute paths, and the
+/// answer is the one a run from the project root gives.
+#[test]
+fn evidence_from_inside_a_package_is_spelled_like_the_walk() {
+    const RUNNER: &str = "import torch\n\nfrom pkg.offload.manager import Streamer\n\n\nclass Runner:\n    def __init__(self):\n        self.streamer = Streamer()\n\n    @torch.compile\n    def infer(self, blocks, x):\n        return self._run(blocks, x)\n\n    def _run(self, blocks, x):\n        for i in range(len(blocks)):\n            self.streamer.prefetch(blocks, i)\n            x = x @ blocks[i].weight\n        return x\n";
+    const MANAGER: &str = "import torch\n\n\nclass Streamer:\n    def __init__(self):\n        self.active = [None, None]\n        self.load_stream = torch.cuda.Stream()\n\n    def prefetch(self, blocks, index):\n        with torch.cuda.stream(self.load_stream):\n            self.active[1] = blocks[index]\n            self.active[1].load_async()\n";
+    const WEIGHTS: &str = "class BlockWeights:\n    def load(self, state):\n        self.weight = state[\"weight\"]\n\n    def load_async(self):\n        self.weight = self.weight.cuda(non_blocking=True)\n";
+    let p = Project::new(&[
+        ("pyproject.toml", b""),
+        ("pkg/__init__.py", b""),
+        ("pkg/runner.py", RUNNER.as_bytes()),
+        ("pkg/offload/manager.py", MANAGER.as_bytes()),
+        ("pkg/weights.py", WEIGHTS.as_bytes()),
+    ]);
+    let from_root = p.run(&["--list", "."]);
+    from_root.expect_code(0);
+    assert!(
+        from_root
+            .stdout()
+            .contains("pkg/runner.py:14:5  unfenced  Runner._run"),
+        "{from_root}"
+    );
+    assert!(
+        from_root.stdout().contains("(pkg/weights.py:6)"),
+        "{from_root}"
+    );
+    let inside = p
+        .cmd()
+        .current_dir(p.path("pkg"))
+        .args(["--list", "."])
+        .run();
+    inside.expect_code(0);
+    let stdout = inside.stdout();
+    assert!(
+        !stdout.contains(&p.root().display().to_string()),
+        "no absolute path\n{inside}"
+    );
+    assert!(
+        stdout.contains("runner.py:14:5  unfenced  Runner._run"),
+        "{inside}"
+    );
+    assert!(stdout.contains("(weights.py:6)"), "{inside}");
+    assert_eq!(
+        stdout.replace("pkg/", ""),
+        from_root.stdout().replace("pkg/", ""),
+        "the same answer from the root and from inside the package"
+    );
+}
+
 #[test]
 fn dry_run_with_nothing_to_do_prints_no_diff() {
     let p = Project::new(&[("a.py", HOOK_FENCED.as_bytes()), ("b.py", PLAIN.as_bytes())]);

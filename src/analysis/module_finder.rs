@@ -17,17 +17,19 @@ impl ProjectIndex<'_> {
     /// that holds it.
     pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
         let near_root = &near.import_root;
+        let from_cwd = spelled_from_cwd(near);
+        let key = (near_root.clone(), from_cwd);
         let lock = || {
             self.module_files
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
-        if let Some(known) = lock().get(near_root).and_then(|names| names.get(name)) {
+        if let Some(known) = lock().get(&key).and_then(|names| names.get(name)) {
             return known.clone();
         }
-        let found = self.find_module_file(name, near_root);
+        let found = self.find_module_file(name, near_root, from_cwd);
         lock()
-            .entry(near_root.clone())
+            .entry(key)
             .or_default()
             .insert(name.to_owned(), found.clone());
         found
@@ -50,7 +52,16 @@ impl ProjectIndex<'_> {
     }
 
     /// [`ProjectIndex::module_file`], looked up.
-    fn find_module_file(&self, name: &str, near_root: &Option<PathBuf>) -> ModuleFile {
+    fn find_module_file(
+        &self,
+        name: &str,
+        near_root: &Option<PathBuf>,
+        from_cwd: bool,
+    ) -> ModuleFile {
+        let spell = |path: PathBuf| match from_cwd {
+            true => from_working_directory(path),
+            false => path,
+        };
         // CPython's path finder: in each directory a package
         // (`util/__init__.py`) wins over a module (`util.py`).
         let indexed = |package: bool| {
@@ -64,8 +75,8 @@ impl ProjectIndex<'_> {
         let relative: PathBuf = name.split('.').collect();
         let first = name.split('.').next().unwrap_or(name);
         for root in self.search_roots(near_root, first).iter() {
-            let package = root.join(&relative).join("__init__.py");
-            let module = root.join(&relative).with_extension("py");
+            let package = spell(root.join(&relative).join("__init__.py"));
+            let module = spell(root.join(&relative).with_extension("py"));
             if let Some(found) = indexed(true).filter(|m| m.path == package) {
                 return Some(Ok(Arc::clone(found)));
             }
@@ -128,5 +139,26 @@ impl ProjectIndex<'_> {
             .entry(first.to_owned())
             .or_insert(roots)
             .clone()
+    }
+}
+
+/// Whether the files `near` reaches through its absolute import root are
+/// spelled from the working directory: the walk spelled `near` relative
+/// to it (`weights.py`, run from inside `pkg`), so that what it imports is
+/// spelled the same way (`runner.py`, not `/…/pkg/runner.py`): a module the
+/// run parsed is then that module, not a second copy read on demand, and
+/// paths print as the walk's do.
+pub(super) fn spelled_from_cwd(near: &ModuleFacts) -> bool {
+    near.path.is_relative() && near.import_root.as_ref().is_some_and(|r| r.is_absolute())
+}
+
+/// `path` (absolute) as spelled from the working directory
+/// (`../other/x.py` where it lies outside it).
+pub(super) fn from_working_directory(path: PathBuf) -> PathBuf {
+    static CWD: std::sync::LazyLock<Option<PathBuf>> =
+        std::sync::LazyLock::new(|| std::env::current_dir().ok());
+    match CWD.as_ref() {
+        Some(cwd) if path.is_absolute() => pathdiff::diff_paths(&path, cwd).unwrap_or(path),
+        _ => path,
     }
 }

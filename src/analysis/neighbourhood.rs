@@ -209,10 +209,16 @@ impl ProjectIndex<'_> {
         if files.len() > most {
             return Vec::new();
         }
+        let from_cwd = crate::analysis::module_finder::spelled_from_cwd(module);
         files
             .into_iter()
             .filter(|file| self.loaded.confinement.allows(file))
-            .filter_map(|file| self.load(file))
+            .filter_map(|file| match from_cwd {
+                true => self.load(&crate::analysis::module_finder::from_working_directory(
+                    file.clone(),
+                )),
+                false => self.load(file),
+            })
             .collect()
     }
 

@@ -50,7 +50,9 @@ pub struct ProjectIndex<'v> {
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
     /// import root of the module asking: asked for every import of every
     /// module a chain passes, and each answer costs file-system look-ups.
-    pub(super) module_files: Mutex<HashMap<Option<PathBuf>, HashMap<String, ModuleFile>>>,
+    /// Keyed by the import root and whether the file found is spelled
+    /// from the working directory (see `module_finder`).
+    pub(super) module_files: Mutex<HashMap<ModuleFilesKey, HashMap<String, ModuleFile>>>,
     /// [`ProjectIndex::search_roots`]'s answers, by import root and the
     /// first part of the dotted name.
     pub(super) search_roots: Mutex<HashMap<Option<PathBuf>, SearchRoots>>,
@@ -79,6 +81,10 @@ pub(super) type Dispatchers =
 
 /// For one module and keyword (`def`, `class`): the modules that may
 /// define each name.
+/// [`ProjectIndex::module_files`]' key: the import root, and whether the
+/// files found are spelled from the working directory.
+pub(super) type ModuleFilesKey = (Option<PathBuf>, bool);
+
 pub(super) type NeighbourhoodWords = HashMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 
 /// What attributes of a module hold, by the module's facts (their

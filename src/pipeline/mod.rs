@@ -111,6 +111,7 @@ pub(crate) fn with_project_context(paths: &[PathBuf], options: &Options) -> Opti
     }
     let context = Options {
         progress: None,
+        spelled_from_cwd: true,
         ..options.clone()
     };
     let (_, discovered, classes) = analyze_rounds(&roots, &context);

@@ -197,7 +197,10 @@ pub(crate) fn analyze_once(
                 rayon::current_num_threads(),
                 |path| {
                     let pending = Pending {
-                        path: path.to_path_buf(),
+                        path: match options.spelled_from_cwd {
+                            true => crate::pipeline::load::spelled_from_cwd(path),
+                            false => path.to_path_buf(),
+                        },
                         fullgraph: None,
                         class_bases: None,
                         defined: None,
