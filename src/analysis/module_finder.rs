@@ -152,13 +152,23 @@ pub(super) fn spelled_from_cwd(near: &ModuleFacts) -> bool {
     near.path.is_relative() && near.import_root.as_ref().is_some_and(|r| r.is_absolute())
 }
 
-/// `path` (absolute) as spelled from the working directory
-/// (`../other/x.py` where it lies outside it).
-pub(super) fn from_working_directory(path: PathBuf) -> PathBuf {
+/// `path` as spelled from the working directory (`../other/x.py` where it
+/// lies outside it): an absolute path, or one that goes through `..` (the
+/// project-context pass's `../pkg/x.py`, run from inside `pkg`, is `x.py`);
+/// any other path as it is.
+pub(crate) fn from_working_directory(path: PathBuf) -> PathBuf {
     static CWD: std::sync::LazyLock<Option<PathBuf>> =
         std::sync::LazyLock::new(|| std::env::current_dir().ok());
+    let through_parent = || {
+        path.components()
+            .any(|c| c == std::path::Component::ParentDir)
+    };
     match CWD.as_ref() {
         Some(cwd) if path.is_absolute() => pathdiff::diff_paths(&path, cwd).unwrap_or(path),
+        Some(cwd) if through_parent() => {
+            let absolute = crate::analysis::module_names::lexical_absolute(&path);
+            pathdiff::diff_paths(absolute, cwd).unwrap_or(path)
+        }
         _ => path,
     }
 }

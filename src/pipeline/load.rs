@@ -354,24 +354,3 @@ pub(crate) fn visit(
         Err(err) => Outcome::Failed(err),
     }
 }
-
-/// `path` as the working directory spells it where the walk reached it
-/// through `..` (`../pkg/x.py` run from inside `pkg` is `x.py`); any other
-/// path as it is.
-pub(crate) fn spelled_from_cwd(path: &std::path::Path) -> PathBuf {
-    if path.is_absolute()
-        || !path
-            .components()
-            .any(|c| c == std::path::Component::ParentDir)
-    {
-        return path.to_path_buf();
-    }
-    let Ok(cwd) = std::env::current_dir() else {
-        return path.to_path_buf();
-    };
-    let absolute = crate::analysis::module_names::lexical_absolute(path);
-    match absolute.strip_prefix(&cwd) {
-        Ok(below) if !below.as_os_str().is_empty() => below.to_path_buf(),
-        _ => path.to_path_buf(),
-    }
-}

@@ -198,7 +198,9 @@ pub(crate) fn analyze_once(
                 |path| {
                     let pending = Pending {
                         path: match options.spelled_from_cwd {
-                            true => crate::pipeline::load::spelled_from_cwd(path),
+                            true => crate::analysis::module_finder::from_working_directory(
+                                path.to_path_buf(),
+                            ),
                             false => path.to_path_buf(),
                         },
                         fullgraph: None,
