@@ -197,7 +197,9 @@ pub(crate) fn analyze_once(
                 rayon::current_num_threads(),
                 |path| {
                     let pending = Pending {
-                        path: match options.spelled_from_cwd {
+                        // A walk spelled from an absolute root stays absolute,
+                        // as the given paths it stands beside are.
+                        path: match options.spelled_from_cwd && path.is_relative() {
                             true => crate::analysis::module_finder::from_working_directory(
                                 path.to_path_buf(),
                             ),
