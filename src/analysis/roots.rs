@@ -395,6 +395,13 @@ impl ProjectIndex<'_> {
                     }
                     let judged = judge_with(&mapped, &at.0, function, &roles);
                     let Some(mut evidence) = judged.evidence else {
+                        // A wait on a future the step's object keeps, for a
+                        // job that acts on module state (see
+                        // `ProjectIndex::awaited_jobs`): its own evidence.
+                        let own = self.summary(target);
+                        if let Some(evidence) = self.awaited_job(&target.0, target.1, &own) {
+                            keep(target, evidence, &[], discovered, evidence_found);
+                        }
                         continue;
                     };
                     // Only ordering streams or waiting for the device: weight

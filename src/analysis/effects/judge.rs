@@ -277,6 +277,15 @@ fn why_not(
     if effect.kind == Kind::Rng {
         return Some("RNG state, not module state".to_owned());
     }
+    // A future's job is the object's own work unless its class keeps
+    // there the future of a job that acts on module state
+    // (`ProjectIndex::awaited_jobs` asks).
+    if effect.acts == Acts::Job {
+        return Some(
+            "a future's wait: the job it stands for is no weight work unless the object keeps there the future of a job that is"
+                .to_owned(),
+        );
+    }
     // What the object keeps is its own unless its class keeps copies of
     // module state there (`ProjectIndex::released_copies` asks).
     if effect.kind == Kind::Release {
@@ -512,6 +521,7 @@ impl crate::analysis::project::ProjectIndex<'_> {
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
         let mut judged = judge(&summary, &module, &module.functions[function]);
         self.released_copies(&module, function, &summary, &mut judged);
+        self.awaited_jobs(&module, function, &summary, &mut judged);
         // A step of a forward is judged in the forward's terms: its caller
         // binds its parameters, so what each is (a weight, an activation)
         // is known there. Its own judge reads its parameters as torch hands

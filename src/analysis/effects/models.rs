@@ -160,6 +160,10 @@ pub enum MethodModel {
     Synchronize,
     /// Waits for an asynchronous collective's handle or a future (`wait`).
     Wait,
+    /// Waits for the job a `concurrent.futures` future stands for
+    /// (`future.result()` of `executor.submit(job, ...)`): work on module
+    /// state only where that job's is.
+    FutureResult,
     /// torch FSDP2's `FSDPModule.unshard()` / `reshard()`: all-gathers or
     /// frees the module's sharded parameters.
     Shard,
@@ -194,6 +198,7 @@ pub fn method_model(name: &str, positional: usize) -> Option<MethodModel> {
         "wait_stream" | "wait_event" => MethodModel::StreamWait,
         "synchronize" => MethodModel::Synchronize,
         "wait" if positional == 0 => MethodModel::Wait,
+        "result" if positional == 0 => MethodModel::FutureResult,
         "unshard" | "reshard" if positional == 0 => MethodModel::Shard,
         "manual_seed" | "set_rng_state" | "set_state" | "fork_rng" => MethodModel::Rng,
         "load_state_dict" if positional >= 1 => MethodModel::LoadState,
@@ -347,6 +352,9 @@ mod tests {
         assert_eq!(method_model("copy_", 1), Some(MethodModel::CopyInto));
         assert_eq!(method_model("wait", 0), Some(MethodModel::Wait));
         assert_eq!(method_model("wait", 1), None);
+        assert_eq!(method_model("result", 0), Some(MethodModel::FutureResult));
+        // `outcome.result(step)` is no future's wait.
+        assert_eq!(method_model("result", 1), None);
         assert_eq!(method_model("unshard", 0), Some(MethodModel::Shard));
         // `Sharder.unshard(output, 1, mesh)` is no FSDP module's unshard().
         assert_eq!(method_model("unshard", 3), None);

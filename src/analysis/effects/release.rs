@@ -6,7 +6,10 @@
 //! out`). Dropping the last reference frees the gathered full weight, as
 //! ZeRO-3 and FSDP-style wrappers release their unsharded parameters after
 //! forward. Anything else kept on the object (statistics, handles, records)
-//! is its own data.
+//! is its own data. So is a future the object waits on
+//! (`self.futures.pop(i).result()`), unless its class keeps there the
+//! future of a job that acts on module state (`self.futures[i] =
+//! pool.submit(swap_blocks, ...)`): then the wait is for a weight transfer.
 
 use std::sync::Arc;
 
@@ -17,6 +20,7 @@ use crate::analysis::effects::resolve::judge_attribute;
 use crate::analysis::effects::value::Root;
 use crate::analysis::module_facts::ModuleFacts;
 use crate::analysis::project::ProjectIndex;
+use crate::analysis::reached::Through;
 
 /// Most methods of one class looked at for what they keep.
 const MOST_METHODS: usize = 256;
@@ -64,6 +68,151 @@ impl ProjectIndex<'_> {
             judged.evidence = Some(evidence);
             return;
         }
+    }
+
+    /// Where `judged` (the hook `function` of `module`, judged on `summary`)
+    /// found no weight work: a wait on a future that `self.<attr>` keeps
+    /// (`self.futures.pop(i).result()`) counts where the hook's class keeps
+    /// there the future of a job that acts on module state
+    /// (`self.futures[i] = pool.submit(swap_blocks, ...)`): the hook waits
+    /// for that weight transfer. The wait is then the evidence.
+    pub(crate) fn awaited_jobs(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        summary: &Summary,
+        judged: &mut Judged,
+    ) {
+        if judged.evidence.is_some() {
+            return;
+        }
+        let Some(evidence) = self.awaited_job(module, function, summary) else {
+            return;
+        };
+        let place = format!("{}: ", discount_place(&evidence, module));
+        judged
+            .discounted
+            .retain(|d| !(d.starts_with(&place) && d.contains("via .result()")));
+        judged.evidence = Some(evidence);
+    }
+
+    /// The first wait in `summary` (of `function` of `module`) on a future
+    /// that `self.<attr>` keeps where the function's class keeps there the
+    /// future of a job that acts on module state, said with that reason.
+    pub(crate) fn awaited_job(
+        &self,
+        module: &Arc<ModuleFacts>,
+        function: usize,
+        summary: &Summary,
+    ) -> Option<Effect> {
+        let fact = &module.functions[function];
+        if !fact.is_method || fact.static_method {
+            return None;
+        }
+        let class = fact.self_class.as_deref()?;
+        summary.effects.iter().find_map(|effect| {
+            let Target::Param {
+                index: 0,
+                attr: Some(attr),
+                ..
+            } = &effect.target
+            else {
+                return None;
+            };
+            if effect.acts != Acts::Job {
+                return None;
+            }
+            let kept = self.keeps_jobs(module, class, attr)?;
+            let mut evidence = effect.clone();
+            evidence.detail = format!("{}, where {kept}", effect.detail);
+            Some(evidence)
+        })
+    }
+
+    /// Where a method of `class` (of `module`) stores into `self.<attr>`
+    /// (or its items) the future an executor's `submit(job, ...)` returned
+    /// for a job that gathers, moves or copies module state, as the
+    /// method's own judge reads it: said in words.
+    /// The class's bases (followed across files) are asked too: a base
+    /// class often submits the jobs its subclasses wait for.
+    fn keeps_jobs(&self, module: &Arc<ModuleFacts>, class: &str, attr: &str) -> Option<String> {
+        let mut pending: std::collections::VecDeque<(Arc<ModuleFacts>, String)> =
+            std::collections::VecDeque::from([(Arc::clone(module), class.to_owned())]);
+        let mut seen: std::collections::HashSet<(std::path::PathBuf, String)> =
+            std::collections::HashSet::new();
+        while let Some((at, name)) = pending.pop_front() {
+            if seen.len() >= MOST_METHODS || !seen.insert((at.path.clone(), name.clone())) {
+                continue;
+            }
+            let Some(facts) = at.classes.get(&name) else {
+                continue;
+            };
+            if let Some(kept) = self.keeps_jobs_in(&at, facts, attr) {
+                return Some(kept);
+            }
+            for base in &facts.bases {
+                pending.extend(self.classes_named(&at, base));
+            }
+        }
+        None
+    }
+
+    /// [`ProjectIndex::keeps_jobs`] of the methods of one class.
+    fn keeps_jobs_in(
+        &self,
+        module: &Arc<ModuleFacts>,
+        facts: &crate::analysis::module_facts::ClassFacts,
+        attr: &str,
+    ) -> Option<String> {
+        for &method in facts.methods.iter().take(MOST_METHODS) {
+            let fact = &module.functions[method];
+            let returned: Vec<usize> = fact
+                .local
+                .self_stores
+                .iter()
+                .filter(|s| &*s.attr == attr)
+                .flat_map(|s| s.vals.iter())
+                .filter_map(|v| match v.root {
+                    Root::Returned(start) if v.attr.is_none() => Some(start),
+                    _ => None,
+                })
+                .collect();
+            if returned.is_empty() {
+                continue;
+            }
+            let at = (Arc::clone(module), method);
+            let caller = self.caller(&at);
+            for (i, call) in fact.calls.iter().enumerate() {
+                let submitted = matches!(
+                    &call.through,
+                    Some(Through::HandedTo(to)) if to == "submit" || to.ends_with(".submit")
+                );
+                if !submitted || !returned.contains(&call.start) {
+                    continue;
+                }
+                for callee in caller.callees(i) {
+                    let mut mapped = self.effects_at_call(&caller, i, callee);
+                    mapped.effects.retain(|e| {
+                        matches!(
+                            e.kind,
+                            Kind::Collective
+                                | Kind::Move
+                                | Kind::CopyIn
+                                | Kind::Swap
+                                | Kind::Storage
+                        )
+                    });
+                    if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some()
+                    {
+                        return Some(format!(
+                            "{} keeps there the future of a job that acts on module state (line {})",
+                            fact.qualname, call.line
+                        ));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Where a method of `class` (of `module`) stores into `self.<attr>`

@@ -5,7 +5,7 @@ use tree_sitter::Node;
 
 use super::{Acts, CallValues, Kind, Walker, copy_of, move_words, string_content};
 use crate::analysis::effects::models::{FunctionModel, MethodModel};
-use crate::analysis::effects::value::{Copied, Root, Shape, Vals};
+use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::text_of;
 
 impl<'t> Walker<'_, 't> {
@@ -317,6 +317,25 @@ impl<'t> Walker<'_, 't> {
                     );
                 }
                 Vals::meta()
+            }
+            MethodModel::FutureResult => {
+                // What the job returned, as any call's value.
+                let returned = Vals::one(Val::returned(node.start_byte(), None));
+                if receiver.all_fresh() {
+                    return returned;
+                }
+                for val in receiver.0 {
+                    self.effect(
+                        Kind::Wait,
+                        node,
+                        format!("waits on `{spelled}` via .result()"),
+                        Some(val),
+                    );
+                    if let Some(last) = self.facts.effects.last_mut() {
+                        last.acts = Acts::Job;
+                    }
+                }
+                returned
             }
             MethodModel::Shard => {
                 for val in receiver.0.clone() {

@@ -126,6 +126,10 @@ pub enum Acts {
     /// `x = x.to(d)`: a module moved in place if `x` is the module, a
     /// tensor's copy rebound otherwise.
     Rebound,
+    /// `future.result()`: waits for the job the future stands for, which
+    /// acts on module state only where the object keeps there the future
+    /// of a job that does (see `ProjectIndex::awaited_jobs`).
+    Job,
 }
 
 /// One store into `self.<attr>`.
