@@ -434,7 +434,8 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
 /// swapped (`.data =`, `._parameters`, `.set_(`, `resize_(`,
 /// `untyped_storage`), transfers (`non_blocking`, `pin_memory`, `.cuda(`,
 /// `.cpu(`), collectives (`all_gather`, `all_reduce`, `reduce_scatter`, `.broadcast(`) and the streams and
-/// events that order them.
+/// events that order them. A module moved in place (a dropped `.to(...)`,
+/// see `unparsed::moves_a_module_in_place`) is a sign too.
 pub const FORWARD_ROOT_SIGNS: &[&str] = &[
     ".data =",
     ".data=",
@@ -479,7 +480,9 @@ pub fn may_define_forward(text: &str) -> bool {
     // reads names, after NFKC, which is what the needles search too).
     let normal = crate::analysis::shadow::nfkc(text);
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
-    (spells(FORWARD) && NEEDLES.scan_normal(&normal).needed && SIGNS.is_match(text))
+    (spells(FORWARD)
+        && NEEDLES.scan_normal(&normal).needed
+        && (SIGNS.is_match(text) || crate::analysis::unparsed::moves_a_module_in_place(text)))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
         || ((spells("compile") || spells("optimize"))
             && crate::analysis::compile_decorators::compiles_where_defined(&normal))

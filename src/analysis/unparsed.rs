@@ -233,6 +233,51 @@ pub(crate) fn defined_words(text: &str, keyword: &str) -> std::collections::Hash
     words
 }
 
+/// Whether `text` may move a module in place: a statement that is nothing
+/// but a call of `.to(...)` (or `.half()`, `.float()`, `.double()`,
+/// `.bfloat16()`, `.to_empty(...)`) on a name, an attribute or an item
+/// (`self.inner.to(device)`, `blocks[i].half()`), whose value is dropped.
+/// `Tensor.to` hands back a copy and changes nothing, so a dropped value
+/// means a receiver changed in place: a module (`Module.to` moves its
+/// parameters and returns itself). Read without parsing: the line starts
+/// with the receiver, and the line before does not leave a bracket, a
+/// comma, an operator or a backslash open (where the line would go on an
+/// expression). Text that only looks like one (in a string) costs a parse
+/// at most; the analysis decides what the call does.
+pub fn moves_a_module_in_place(text: &str) -> bool {
+    const METHODS: &[&str] = &[
+        ".to(",
+        ".half(",
+        ".float(",
+        ".double(",
+        ".bfloat16(",
+        ".to_empty(",
+    ];
+    let bytes = text.as_bytes();
+    let is_receiver_byte =
+        |b: u8| b == b'_' || b == b'.' || b == b'[' || b == b']' || b.is_ascii_alphanumeric();
+    METHODS.iter().any(|method| {
+        memchr::memmem::find_iter(bytes, method.as_bytes()).any(|at| {
+            let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+            let receiver = text[line_start..at].trim_start_matches([' ', '\t']);
+            let Some(&first) = receiver.as_bytes().first() else {
+                return false;
+            };
+            if !(first == b'_' || first.is_ascii_alphabetic())
+                || !receiver.bytes().all(is_receiver_byte)
+            {
+                return false;
+            }
+            // The statement starts on this line: the text before ends a
+            // statement or opens a block.
+            let before = text[..line_start].trim_end_matches([' ', '\t', '\n', '\r']);
+            !before.ends_with([
+                '(', '[', '{', ',', '\\', '=', '+', '-', '*', '/', '|', '&', '%', '@', '<', '>',
+            ])
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,5 +430,29 @@ mod tests {
         assert!(!defines("def_fetch = 1\n", "def", "fetch"));
         assert!(!defines("deffetch = 1\n", "def", "fetch"));
         assert!(!defines("obj.fetch(x)\n", "def", "fetch"));
+    }
+    #[test]
+    fn a_dropped_move_of_a_receiver_is_read_as_a_move_in_place() {
+        for text in [
+            "def load(m):\n    m.to('cuda')\n",
+            "class A:\n    def f(self):\n        self.inner.to(self.device)\n",
+            "for b in blocks:\n    blocks[i].half()\n",
+            "x = 1\nmodel.float()\n",
+            "if ok:\n\tself.net.to_empty(device='cuda')\n",
+        ] {
+            assert!(moves_a_module_in_place(text), "{text}");
+        }
+        for text in [
+            // A copy used as a value, an argument, a continued expression.
+            "y = x.to('cuda')\n",
+            "return x.to(dev)\n",
+            "f(\n    x.to(dev),\n)\n",
+            "y = (a +\n    b.float())\n",
+            "z = [\n  w.half()\n]\n",
+            "out = a \\\n    .to(dev)\n",
+            "nothing here\n",
+        ] {
+            assert!(!moves_a_module_in_place(text), "{text}");
+        }
     }
 }
