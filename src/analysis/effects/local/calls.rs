@@ -256,7 +256,16 @@ impl<'t> Walker<'_, 't> {
                         Some(val),
                     );
                 }
-                receiver
+                // `torch.empty(0).set_(buffer, offset, shape)`: the tensor
+                // made here now views the storage handed to it, which is
+                // what its value holds (`p.data = ...` of it swaps that
+                // storage in).
+                match values.positional.first() {
+                    Some(storage) if receiver.all_fresh() && !storage.0.is_empty() => {
+                        storage.clone().map(|v| v.shaped(Shape::Tensor))
+                    }
+                    _ => receiver,
+                }
             }
             MethodModel::Storage => receiver,
             MethodModel::Resize => {
