@@ -133,6 +133,7 @@ impl ProjectIndex<'_> {
     /// (or its items) the future an executor's `submit(job, ...)` returned
     /// for a job that gathers, moves or copies module state, as the
     /// method's own judge reads it: said in words.
+    ///
     /// The class's bases (followed across files) are asked too: a base
     /// class often submits the jobs its subclasses wait for.
     fn keeps_jobs(&self, module: &Arc<ModuleFacts>, class: &str, attr: &str) -> Option<String> {
@@ -164,51 +165,70 @@ impl ProjectIndex<'_> {
         facts: &crate::analysis::module_facts::ClassFacts,
         attr: &str,
     ) -> Option<String> {
-        for &method in facts.methods.iter().take(MOST_METHODS) {
-            let fact = &module.functions[method];
-            let returned: Vec<usize> = fact
-                .local
-                .self_stores
-                .iter()
-                .filter(|s| &*s.attr == attr)
-                .flat_map(|s| s.vals.iter())
-                .filter_map(|v| match v.root {
-                    Root::Returned(start) if v.attr.is_none() => Some(start),
-                    _ => None,
-                })
-                .collect();
-            if returned.is_empty() {
+        facts.methods.iter().take(MOST_METHODS).find_map(|&method| {
+            let line = self.keeps_what_a_call_returned(
+                module,
+                method,
+                attr,
+                |through| {
+                    matches!(
+                        through,
+                        Some(Through::HandedTo(to)) if to == "submit" || to.ends_with(".submit")
+                    )
+                },
+                &[
+                    Kind::Collective,
+                    Kind::Move,
+                    Kind::CopyIn,
+                    Kind::Swap,
+                    Kind::Storage,
+                ],
+            )?;
+            Some(format!(
+                "{} keeps there the future of a job that acts on module state (line {line})",
+                module.functions[method].qualname
+            ))
+        })
+    }
+
+    /// Where `method` of `module` stores into `self.<attr>` (or its items)
+    /// what one of its calls returned, the call taken by `call_taken` (by
+    /// how it reaches its callee), and that callee does one of `kinds` to
+    /// module state as the method's own judge reads it: the call's line.
+    fn keeps_what_a_call_returned(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: usize,
+        attr: &str,
+        call_taken: impl Fn(Option<&Through>) -> bool,
+        kinds: &[Kind],
+    ) -> Option<usize> {
+        let fact = &module.functions[method];
+        let returned: Vec<usize> = fact
+            .local
+            .self_stores
+            .iter()
+            .filter(|s| &*s.attr == attr)
+            .flat_map(|s| s.vals.iter())
+            .filter_map(|v| match v.root {
+                Root::Returned(start) if v.attr.is_none() => Some(start),
+                _ => None,
+            })
+            .collect();
+        if returned.is_empty() {
+            return None;
+        }
+        let at = (Arc::clone(module), method);
+        let caller = self.caller(&at);
+        for (i, call) in fact.calls.iter().enumerate() {
+            if !call_taken(call.through.as_ref()) || !returned.contains(&call.start) {
                 continue;
             }
-            let at = (Arc::clone(module), method);
-            let caller = self.caller(&at);
-            for (i, call) in fact.calls.iter().enumerate() {
-                let submitted = matches!(
-                    &call.through,
-                    Some(Through::HandedTo(to)) if to == "submit" || to.ends_with(".submit")
-                );
-                if !submitted || !returned.contains(&call.start) {
-                    continue;
-                }
-                for callee in caller.callees(i) {
-                    let mut mapped = self.effects_at_call(&caller, i, callee);
-                    mapped.effects.retain(|e| {
-                        matches!(
-                            e.kind,
-                            Kind::Collective
-                                | Kind::Move
-                                | Kind::CopyIn
-                                | Kind::Swap
-                                | Kind::Storage
-                        )
-                    });
-                    if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some()
-                    {
-                        return Some(format!(
-                            "{} keeps there the future of a job that acts on module state (line {})",
-                            fact.qualname, call.line
-                        ));
-                    }
+            for callee in caller.callees(i) {
+                let mut mapped = self.effects_at_call(&caller, i, callee);
+                mapped.effects.retain(|e| kinds.contains(&e.kind));
+                if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some() {
+                    return Some(call.line);
                 }
             }
         }
@@ -269,39 +289,17 @@ impl ProjectIndex<'_> {
                     fact.qualname
                 ));
             }
-            let returned: Vec<usize> = fact
-                .local
-                .self_stores
-                .iter()
-                .filter(|s| &*s.attr == attr)
-                .flat_map(|s| s.vals.iter())
-                .filter_map(|v| match v.root {
-                    Root::Returned(start) if v.attr.is_none() => Some(start),
-                    _ => None,
-                })
-                .collect();
-            if returned.is_empty() {
-                continue;
-            }
-            let at = (Arc::clone(module), method);
-            let caller = self.caller(&at);
-            for (i, call) in fact.calls.iter().enumerate() {
-                if call.through.is_some() || !returned.contains(&call.start) {
-                    continue;
-                }
-                for callee in caller.callees(i) {
-                    let mut mapped = self.effects_at_call(&caller, i, callee);
-                    mapped
-                        .effects
-                        .retain(|e| matches!(e.kind, Kind::Collective | Kind::Move | Kind::CopyIn));
-                    if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some()
-                    {
-                        return Some(format!(
-                            "{} keeps there what a call that gathers, moves or copies module state returned (line {})",
-                            fact.qualname, call.line
-                        ));
-                    }
-                }
+            if let Some(line) = self.keeps_what_a_call_returned(
+                module,
+                method,
+                attr,
+                |through| through.is_none(),
+                &[Kind::Collective, Kind::Move, Kind::CopyIn],
+            ) {
+                return Some(format!(
+                    "{} keeps there what a call that gathers, moves or copies module state returned (line {line})",
+                    fact.qualname
+                ));
             }
         }
         None
