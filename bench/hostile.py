@@ -154,6 +154,17 @@ def quoted_forwards(n):
     return "import torch\n\n" + "".join(f'x{i} = f(a, "forward")\n' for i in range(n))
 
 
+def chained_moves(n):
+    # One line of n chained `.to(...)` calls in a file that defines a
+    # forward and spells no other sign: the reading of a module moved in
+    # place reads each line once (it scanned back to the line's start from
+    # every `.to(` before).
+    return (
+        "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n\n"
+        + "y = x" + ".to(d)" * n + "\n"
+    )
+
+
 SHAPES = [
     ("nested lambdas", lambdas, 1000),
     ("method-call chain", method_chain, 500),
@@ -169,6 +180,7 @@ SHAPES = [
     ("n hooks replaying a table of n registrations (B8)", replayed_tables, 1000),
     ("setattr(m, name, f) with a parameter name in n functions", named_setattrs, 2000),
     ('"forward" after a comma n times, no setattr', quoted_forwards, 20000),
+    ("one line of n chained .to(...) calls beside a forward", chained_moves, 100000),
 ]
 
 

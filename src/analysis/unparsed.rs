@@ -233,49 +233,63 @@ pub(crate) fn defined_words(text: &str, keyword: &str) -> std::collections::Hash
     words
 }
 
-/// Whether `text` may move a module in place: a statement that is nothing
-/// but a call of `.to(...)` (or `.half()`, `.float()`, `.double()`,
-/// `.bfloat16()`, `.to_empty(...)`) on a name, an attribute or an item
-/// (`self.inner.to(device)`, `blocks[i].half()`), whose value is dropped.
-/// `Tensor.to` hands back a copy and changes nothing, so a dropped value
-/// means a receiver changed in place: a module (`Module.to` moves its
-/// parameters and returns itself). Read without parsing: the line starts
-/// with the receiver, and the line before does not leave a bracket, a
-/// comma, an operator or a backslash open (where the line would go on an
-/// expression). Text that only looks like one (in a string) costs a parse
-/// at most; the analysis decides what the call does.
+/// Whether `text` may move a module in place: a line that starts (after
+/// its indentation) with a call of `.to(...)` (or `.half()`, `.float()`,
+/// `.double()`, `.bfloat16()`, `.to_empty(...)`) on a name, an attribute or
+/// an item (`self.inner.to(device)`, `blocks[i].half()`), a statement of its
+/// own: the last line before it that is neither blank nor only a comment
+/// does not leave a bracket, a comma, an operator or a backslash open.
+/// `Tensor.to` hands back a copy and changes nothing, so such a statement,
+/// its value dropped, means a receiver changed in place: a module
+/// (`Module.to` moves its parameters and returns itself). Read without
+/// parsing and in one pass over the lines, so it may also take a call
+/// whose value is used further on the line (`m.to(d).eval()`) or text in a
+/// string: the file's forwards are then looked at, and the analysis judges
+/// what each call does.
 pub fn moves_a_module_in_place(text: &str) -> bool {
-    const METHODS: &[&str] = &[
-        ".to(",
-        ".half(",
-        ".float(",
-        ".double(",
-        ".bfloat16(",
-        ".to_empty(",
+    const METHODS: &[&[u8]] = &[
+        b".to",
+        b".half",
+        b".float",
+        b".double",
+        b".bfloat16",
+        b".to_empty",
     ];
+    const OPEN: &[u8] = b"([{,\\=+-*/|&%@<>";
     let bytes = text.as_bytes();
     let is_receiver_byte =
         |b: u8| b == b'_' || b == b'.' || b == b'[' || b == b']' || b.is_ascii_alphanumeric();
-    METHODS.iter().any(|method| {
-        memchr::memmem::find_iter(bytes, method.as_bytes()).any(|at| {
-            let line_start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
-            let receiver = text[line_start..at].trim_start_matches([' ', '\t']);
-            let Some(&first) = receiver.as_bytes().first() else {
-                return false;
-            };
-            if !(first == b'_' || first.is_ascii_alphabetic())
-                || !receiver.bytes().all(is_receiver_byte)
-            {
-                return false;
-            }
-            // The statement starts on this line: the text before ends a
-            // statement or opens a block.
-            let before = text[..line_start].trim_end_matches([' ', '\t', '\n', '\r']);
-            !before.ends_with([
-                '(', '[', '{', ',', '\\', '=', '+', '-', '*', '/', '|', '&', '%', '@', '<', '>',
-            ])
-        })
-    })
+    // The last byte of the last line that held code, if any.
+    let mut last_code: Option<u8> = None;
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let line = &bytes[start..end];
+        let indent = line
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        let code = &line[indent..];
+        let receiver_len = code.iter().take_while(|&&b| is_receiver_byte(b)).count();
+        let receiver = &code[..receiver_len];
+        if code.get(receiver_len) == Some(&b'(')
+            && receiver
+                .first()
+                .is_some_and(|&b| b == b'_' || b.is_ascii_alphabetic())
+            && METHODS
+                .iter()
+                .any(|m| receiver.len() > m.len() && receiver.ends_with(m))
+            && !last_code.is_some_and(|b| OPEN.contains(&b))
+        {
+            return true;
+        }
+        let trimmed = code.trim_ascii_end();
+        if !trimmed.is_empty() && trimmed[0] != b'#' {
+            last_code = trimmed.last().copied();
+        }
+        start = end + 1;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -439,6 +453,8 @@ mod tests {
             "for b in blocks:\n    blocks[i].half()\n",
             "x = 1\nmodel.float()\n",
             "if ok:\n\tself.net.to_empty(device='cuda')\n",
+            // A comment line between does not continue the statement.
+            "x = 1\n# ---- onload ----\nmodel.to(dev)\n",
         ] {
             assert!(moves_a_module_in_place(text), "{text}");
         }
@@ -451,8 +467,23 @@ mod tests {
             "z = [\n  w.half()\n]\n",
             "out = a \\\n    .to(dev)\n",
             "nothing here\n",
+            // No receiver, or a method that only ends like one.
+            ".to(dev)\n",
+            "x.total(dev)\n",
+            "x.photo(dev)\n",
         ] {
             assert!(!moves_a_module_in_place(text), "{text}");
         }
+    }
+
+    #[test]
+    fn long_lines_of_moves_and_receivers_are_read_as_statements() {
+        // One line of many chained `.to(` calls (a value used, no statement
+        // of its own) and one with a very long receiver (one). Each line is
+        // read once (`bench/hostile.py` times the first at n and 2n).
+        let chained = format!("y = x{}\n", ".to(d)".repeat(200_000));
+        let receiver = format!("{}.half(\n", "a".repeat(1_000_000));
+        assert!(!moves_a_module_in_place(&chained));
+        assert!(moves_a_module_in_place(&receiver));
     }
 }

@@ -156,11 +156,14 @@ pub(crate) fn load_parsed(
                     register_calls: &[module_facts::RegisterCall<'_>],
                     root: tree_sitter::Node<'_>,
                     text: &str| {
+        // Asked of the file's own text, as the prefilter asks it, not of
+        // the shadow the matcher reads (which blanks lines CPython joins).
+        let original = source.text.as_str();
         (!facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
-            || prefilter::may_replace_forward(text)
-            || prefilter::may_swap_class(text)
-            || prefilter::may_define_forward(text))
+            || prefilter::may_replace_forward(original)
+            || prefilter::may_swap_class(original)
+            || prefilter::may_define_forward(original))
         .then(|| {
             std::sync::Arc::new(module_facts::ModuleFacts::build(
                 path,
