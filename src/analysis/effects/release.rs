@@ -86,7 +86,10 @@ impl ProjectIndex<'_> {
         if judged.evidence.is_some() {
             return;
         }
-        let Some(evidence) = self.awaited_job(module, function, summary) else {
+        let Some(evidence) = self
+            .awaited_job(module, function, summary)
+            .or_else(|| self.awaited_job_on_the_way(summary))
+        else {
             return;
         };
         let place = format!("{}: ", discount_place(&evidence, module));
@@ -94,6 +97,33 @@ impl ProjectIndex<'_> {
             .discounted
             .retain(|d| !(d.starts_with(&place) && d.contains("via .result()")));
         judged.evidence = Some(evidence);
+    }
+
+    /// A wait in `summary` on a future kept by an object the hook reaches
+    /// through calls (`self.swapper.await_block(i)`, where the swapper's
+    /// class keeps the futures): asked of each function on the wait's chain,
+    /// in that function's own terms. The hook's effect, with the reason
+    /// found there.
+    fn awaited_job_on_the_way(&self, summary: &Summary) -> Option<Effect> {
+        summary
+            .effects
+            .iter()
+            .filter(|effect| effect.acts == Acts::Job)
+            .find_map(|effect| {
+                effect.steps().iter().find_map(|step| {
+                    let module = self.load(&step.path)?;
+                    let index = module
+                        .functions
+                        .iter()
+                        .position(|f| f.line == step.line && f.qualname == step.qualname)?;
+                    let own = self.summary(&(Arc::clone(&module), index));
+                    let found = self.awaited_job(&module, index, &own)?;
+                    let reason = found.detail.split_once(", where ")?.1.to_owned();
+                    let mut evidence = effect.clone();
+                    evidence.detail = format!("{}, where {reason}", effect.detail);
+                    Some(evidence)
+                })
+            })
     }
 
     /// The first wait in `summary` (of `function` of `module`) on a future
