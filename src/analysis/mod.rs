@@ -4,6 +4,8 @@
 //! only those above it, and the syntax layer below the folder: `parse`,
 //! `queries`, `syntax`, `pyrules`, `source`):
 //!
+//! - [`in_place_moves`]: whether a file's text may move a module in place,
+//!   read before it is parsed (a sign the prefilter asks for);
 //! - [`prefilter`]: the names a file must spell to matter, searched in its bytes;
 //! - [`unparsed`]: what the prefilter keeps of a file it does not parse;
 //! - [`vocabulary`]: what the tool knows by name (hook methods, registrars,
@@ -57,6 +59,7 @@ pub mod file_facts;
 pub mod function_facts;
 pub mod function_values;
 pub mod hook_values;
+pub mod in_place_moves;
 pub mod inside;
 pub mod installs;
 pub mod lineage;

@@ -435,7 +435,7 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
 /// `untyped_storage`), transfers (`non_blocking`, `pin_memory`, `.cuda(`,
 /// `.cpu(`), collectives (`all_gather`, `all_reduce`, `reduce_scatter`, `.broadcast(`) and the streams and
 /// events that order them. A module moved in place (a dropped `.to(...)`,
-/// see `unparsed::moves_a_module_in_place`) is a sign too.
+/// see `in_place_moves::moves_a_module_in_place`) is a sign too.
 pub const FORWARD_ROOT_SIGNS: &[&str] = &[
     ".data =",
     ".data=",
@@ -482,7 +482,7 @@ pub fn may_define_forward(text: &str) -> bool {
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
     (spells(FORWARD)
         && NEEDLES.scan_normal(&normal).needed
-        && (SIGNS.is_match(text) || crate::analysis::unparsed::moves_a_module_in_place(text)))
+        && (SIGNS.is_match(text) || crate::analysis::in_place_moves::moves_a_module_in_place(text)))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
         || ((spells("compile") || spells("optimize"))
             && crate::analysis::compile_decorators::compiles_where_defined(&normal))
