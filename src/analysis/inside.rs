@@ -50,13 +50,7 @@ impl ProjectIndex<'_> {
                     break;
                 }
                 length = length.saturating_sub(1);
-                let found = self.load(&at.step.path).and_then(|module| {
-                    let index = module
-                        .functions
-                        .iter()
-                        .position(|f| f.line == at.step.line && f.qualname == at.step.qualname)?;
-                    Some((module, index))
-                });
+                let found = self.function_of_step(&at.step);
                 if let Some(function) = found.filter(|f| !self.runs_compute(f))
                     && !inside
                         .iter()

@@ -206,6 +206,20 @@ impl<'v> ProjectIndex<'v> {
         }
     }
 
+    /// The function a step of an evidence chain names (its file, `def`
+    /// line and qualname).
+    pub(super) fn function_of_step(
+        &self,
+        step: &crate::analysis::reached::Step,
+    ) -> Option<FunctionRef> {
+        let module = self.load(&step.path)?;
+        let index = module
+            .functions
+            .iter()
+            .position(|f| f.line == step.line && f.qualname == step.qualname)?;
+        Some((module, index))
+    }
+
     pub(super) fn load(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
         if let Some(i) = self.by_path.get(path) {
             return Some(Arc::clone(&self.modules[*i]));

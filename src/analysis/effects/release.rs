@@ -111,11 +111,7 @@ impl ProjectIndex<'_> {
             .filter(|effect| effect.acts == Acts::Job)
             .find_map(|effect| {
                 effect.steps().iter().find_map(|step| {
-                    let module = self.load(&step.path)?;
-                    let index = module
-                        .functions
-                        .iter()
-                        .position(|f| f.line == step.line && f.qualname == step.qualname)?;
+                    let (module, index) = self.function_of_step(step)?;
                     let own = self.summary(&(Arc::clone(&module), index));
                     let found = self.awaited_job(&module, index, &own)?;
                     let reason = found.detail.split_once(", where ")?.1.to_owned();
