@@ -13,7 +13,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::analysis::effects::local::Acts;
 use crate::analysis::effects::local::Kind;
+use crate::analysis::effects::record::Target;
 use crate::analysis::effects::record::{Effect, StepEvidence};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::reached::Through;
@@ -98,7 +100,13 @@ impl ProjectIndex<'_> {
     /// counts, the same kind at the same place: each does part of the
     /// step's work where the step calls it (an override of the method the
     /// chain went through, a second helper whose sign ranks behind the
-    /// first's). Added to `inside` with that effect as its evidence.
+    /// first's). Added to `inside` with that effect as its evidence. A
+    /// function the step calls directly is inside it too where what it
+    /// does, in the step's terms, is what the step's summary kept from a
+    /// counted sign (the same kind, value and way of acting): a summary
+    /// keeps one effect of each, so a second helper that moves the same
+    /// module state (`shard.drop()` beside `shard.load()`) leaves no sign of
+    /// its own there; its own signs count below it in turn.
     fn sharing_signs(
         &self,
         step: &FunctionRef,
@@ -106,9 +114,18 @@ impl ProjectIndex<'_> {
         others: &[Effect],
         inside: &mut Vec<(FunctionRef, Effect)>,
     ) {
-        let signs: HashSet<(&PathBuf, usize, Kind)> = std::iter::once(evidence)
+        let mut signs: HashSet<(PathBuf, usize, Kind)> = std::iter::once(evidence)
             .chain(others)
-            .map(|e| (&e.path, e.line, e.kind))
+            .map(|e| (e.path.clone(), e.line, e.kind))
+            .collect();
+        // What the step's own summary kept from a counted sign, in its
+        // terms.
+        let kept: Vec<(Kind, Target, Acts)> = self
+            .summary(step)
+            .effects
+            .iter()
+            .filter(|e| signs.contains(&(e.path.clone(), e.line, e.kind)))
+            .map(|e| (e.kind, e.target.clone(), e.acts))
             .collect();
         let key = |f: &FunctionRef| (Arc::as_ptr(&f.0) as usize, f.1);
         let mut seen: HashSet<(usize, usize)> = HashSet::from([key(step)]);
@@ -130,15 +147,39 @@ impl ProjectIndex<'_> {
                         continue;
                     }
                     let summary = self.summary(callee);
-                    if let Some(effect) = summary
+                    let shared = summary
                         .effects
                         .iter()
-                        .find(|e| signs.contains(&(&e.path, e.line, e.kind)))
+                        .find(|e| signs.contains(&(e.path.clone(), e.line, e.kind)))
+                        .cloned()
+                        .or_else(|| {
+                            (depth == 0 && !kept.is_empty())
+                                .then(|| self.effects_at_call(&caller, i, callee))
+                                .and_then(|mapped| {
+                                    mapped.effects.into_iter().find(|e| {
+                                        kept.iter().any(|(kind, target, acts)| {
+                                            *kind == e.kind
+                                                && *target == e.target
+                                                && *acts == e.acts
+                                        })
+                                    })
+                                })
+                                .map(|mut effect| {
+                                    // Its own signs count below it.
+                                    signs.insert((effect.path.clone(), effect.line, effect.kind));
+                                    if let Some(first) = effect.chain.take() {
+                                        effect.chain = first.next.clone();
+                                        effect.length = effect.length.saturating_sub(1);
+                                    }
+                                    effect
+                                })
+                        });
+                    if let Some(effect) = shared
                         && !inside
                             .iter()
                             .any(|(f, _)| Arc::ptr_eq(&f.0, &callee.0) && f.1 == callee.1)
                     {
-                        inside.push((callee.clone(), effect.clone()));
+                        inside.push((callee.clone(), effect));
                     }
                     pending.push((callee.clone(), depth + 1));
                 }
