@@ -38,7 +38,7 @@ enum Listing {
 /// run lists them afresh.
 #[derive(Debug, Default)]
 pub struct Listings {
-    listed: Mutex<HashMap<PathBuf, Arc<Listing>>>,
+    listed: Mutex<crate::analysis::FastMap<PathBuf, Arc<Listing>>>,
     /// How many directories were read, for tests.
     reads: std::sync::atomic::AtomicUsize,
 }

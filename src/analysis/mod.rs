@@ -45,6 +45,12 @@
 //!
 //! Above the folder, `plan` turns verdicts into edits.
 
+/// A map asked on every call a summary resolves (by path, name or
+/// address): hashed with foldhash, not SipHash (a path's bytes hashed with
+/// SipHash cost more than the look-up); none of these maps is iterated
+/// where its order could reach an answer.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 pub mod applied;
 pub mod arguments;
 pub mod bound;

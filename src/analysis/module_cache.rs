@@ -16,7 +16,7 @@ use crate::analysis::module_facts::ModuleFacts;
 /// analysis would use is a file whose errors are reported.
 #[derive(Debug, Default)]
 pub struct ModuleCache {
-    pub(crate) modules: Mutex<HashMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    pub(crate) modules: Mutex<crate::analysis::FastMap<PathBuf, Option<Arc<ModuleFacts>>>>,
     pub(crate) errors: Mutex<Vec<crate::error::FileError>>,
     /// Where modules may be read from (see [`crate::confine`]).
     pub confinement: Arc<crate::confine::Confinement>,

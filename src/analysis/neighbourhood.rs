@@ -122,15 +122,18 @@ impl ProjectIndex<'_> {
         let words = match known {
             Some(words) => words,
             None => {
-                // Read without the lock held; each file once per keyword.
-                let words = defined_in(path, keyword).map(Arc::new);
-                self.defined
+                // Read without the lock held; each file once, for both
+                // keywords.
+                let both = defined_by_keyword(path);
+                let mut defined = self
+                    .defined
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .entry(path.to_path_buf())
-                    .or_default()[slot]
-                    .get_or_insert(words)
-                    .clone()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let slots = defined.entry(path.to_path_buf()).or_default();
+                for (at, words) in both.into_iter().enumerate() {
+                    slots[at].get_or_insert(words.map(Arc::new));
+                }
+                slots[slot].clone().flatten()
             }
         };
         words.is_some_and(|words| words.contains(word))
@@ -250,15 +253,23 @@ impl ProjectIndex<'_> {
             // with the path below it.
             let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
             let path = root.join(below);
-            let Some(words) = defined_in(&path, "def").filter(|w| !w.is_empty()) else {
+            // Both keywords' names from the one read, kept for
+            // [`ProjectIndex::may_define`] too.
+            let [defs, classes] = defined_by_keyword(&path).map(|words| words.map(Arc::new));
+            self.defined
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(path.clone())
+                .or_insert_with(|| [Some(defs.clone()), Some(classes)]);
+            let Some(words) = defs.filter(|w| !w.is_empty()) else {
                 continue;
             };
             let Ok(index) = u32::try_from(found.files.len()) else {
                 break;
             };
             found.files.push(path);
-            for word in words {
-                found.words.entry(word).or_default().push(index);
+            for word in words.iter() {
+                found.words.entry(word.clone()).or_default().push(index);
             }
         }
         let files = &found.files;
@@ -270,16 +281,20 @@ impl ProjectIndex<'_> {
     }
 }
 
-/// The names the file at `path` defines with `keyword` (`def`, `class`), as
-/// CPython reads names (NFKC); `None` for a file that cannot be read or
+/// The names the file at `path` defines with `def` and with `class` (in
+/// the order of [`keyword_slot`]), as CPython reads names (NFKC), from one
+/// read of the file; `None` twice for a file that cannot be read or
 /// decoded.
-fn defined_in(path: &Path, keyword: &str) -> Option<std::collections::HashSet<Box<str>>> {
-    let raw =
+fn defined_by_keyword(path: &Path) -> [Option<std::collections::HashSet<Box<str>>>; 2] {
+    let Some(source) =
         crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
-            .ok()?;
-    let source = crate::source::Source::decode(raw).ok()?;
+            .ok()
+            .and_then(|raw| crate::source::Source::decode(raw).ok())
+    else {
+        return [None, None];
+    };
     let text = crate::analysis::shadow::nfkc(&source.text);
-    Some(crate::analysis::unparsed::defined_words(&text, keyword))
+    ["def", "class"].map(|keyword| Some(crate::analysis::unparsed::defined_words(&text, keyword)))
 }
 
 /// Where answers for `keyword` are kept: `def` first, `class` second.

@@ -32,7 +32,7 @@ pub use crate::analysis::module_cache::ModuleCache;
 /// Every indexed module, and the modules read on demand.
 pub struct ProjectIndex<'v> {
     pub(super) modules: Vec<Arc<ModuleFacts>>,
-    pub(super) by_path: HashMap<PathBuf, usize>,
+    pub(super) by_path: FastMap<PathBuf, usize>,
     /// Modules read on demand, by file; `None` for a file that could not be
     /// read or parsed (it is context only, never reported).
     pub(super) loaded: Arc<ModuleCache>,
@@ -41,21 +41,21 @@ pub struct ProjectIndex<'v> {
     pub(super) vocabulary: &'v Vocabulary,
     /// The names each file read to tell whether it spells one defines with
     /// a keyword (`def`, `class`), by file and keyword (`None`: unreadable).
-    pub(super) defined: Mutex<HashMap<PathBuf, [Option<DefinedWords>; 2]>>,
+    pub(super) defined: Mutex<FastMap<PathBuf, [Option<DefinedWords>; 2]>>,
     /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
     /// name: asked for every call of a method on a value of unknown type.
-    pub(super) neighbourhoods: Mutex<HashMap<PathBuf, [NeighbourhoodWords; 2]>>,
+    pub(super) neighbourhoods: Mutex<FastMap<PathBuf, [NeighbourhoodWords; 2]>>,
     /// [`ProjectIndex::imported`]'s answers, by module.
-    pub(super) imported: Mutex<HashMap<PathBuf, Imported>>,
+    pub(super) imported: Mutex<FastMap<PathBuf, Imported>>,
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
     /// import root of the module asking: asked for every import of every
     /// module a chain passes, and each answer costs file-system look-ups.
     /// Keyed by the import root and whether the file found is spelled
     /// from the working directory (see `module_finder`).
-    pub(super) module_files: Mutex<HashMap<ModuleFilesKey, HashMap<String, ModuleFile>>>,
+    pub(super) module_files: Mutex<FastMap<ModuleFilesKey, FastMap<String, ModuleFile>>>,
     /// [`ProjectIndex::search_roots`]'s answers, by import root and the
     /// first part of the dotted name.
-    pub(super) search_roots: Mutex<HashMap<Option<PathBuf>, SearchRoots>>,
+    pub(super) search_roots: Mutex<FastMap<Option<PathBuf>, SearchRoots>>,
     /// The indexed modules by dotted name.
     pub(super) by_module_name: HashMap<String, Vec<usize>>,
     /// [`ProjectIndex::held_targets`]'s answers, by the module's facts
@@ -65,7 +65,7 @@ pub struct ProjectIndex<'v> {
     replayed: Mutex<HashMap<String, Arc<[FunctionRef]>>>,
     /// [`ProjectIndex::caller`]'s call targets, by the module's facts
     /// (their address) and the function's index.
-    pub(super) callers: Mutex<HashMap<(usize, usize), CallTargets>>,
+    pub(super) callers: Mutex<FastMap<(usize, usize), CallTargets>>,
     /// The functions and target lists whose calls some thread has resolved
     /// ahead of the summaries' search (see `ProjectIndex::resolve_reachable`),
     /// by address (a list's index is `usize::MAX`).
@@ -85,11 +85,13 @@ pub(super) type Dispatchers =
 /// files found are spelled from the working directory.
 pub(super) type ModuleFilesKey = (Option<PathBuf>, bool);
 
-pub(super) type NeighbourhoodWords = HashMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
+use crate::analysis::FastMap;
+
+pub(super) type NeighbourhoodWords = FastMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 
 /// What attributes of a module hold, by the module's facts (their
 /// address), attribute and method.
-type HeldAnswers = HashMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
+type HeldAnswers = FastMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
 
 /// The names a file defines with one keyword, as read from its text.
 pub(super) type DefinedWords = Option<Arc<std::collections::HashSet<Box<str>>>>;
@@ -100,7 +102,7 @@ pub(super) type Imported = Arc<[Result<Arc<ModuleFacts>, PathBuf>]>;
 
 /// For one import root: the directories searched, by the first part of a
 /// dotted name.
-pub(super) type SearchRoots = HashMap<String, Arc<[PathBuf]>>;
+pub(super) type SearchRoots = FastMap<String, Arc<[PathBuf]>>;
 
 pub(super) type ModuleFile = Option<Result<Arc<ModuleFacts>, PathBuf>>;
 
@@ -190,7 +192,7 @@ impl<'v> ProjectIndex<'v> {
 
     pub(super) fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Option<Arc<ModuleFacts>>>> {
+    ) -> std::sync::MutexGuard<'_, FastMap<PathBuf, Option<Arc<ModuleFacts>>>> {
         self.loaded
             .modules
             .lock()
