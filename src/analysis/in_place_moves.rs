@@ -61,6 +61,61 @@ pub fn moves_a_module_in_place(text: &str) -> bool {
     false
 }
 
+/// Whether `text` spells one of `signs` (the literal signs of weight work a
+/// forward's file is asked for) other than as a tensor handed to the host
+/// as data: `.cpu()` followed, through a chain of calls with no nested
+/// brackets (`.detach()`, `.float()`, `.permute(0, 2, 1)`), by `.numpy()`,
+/// `.tolist()` or `.item()` is a conversion to NumPy or Python values,
+/// which no module's state ever is (a model's post-processing,
+/// `logits.cpu().numpy()`), so it is no sign. Every other match is.
+pub fn spells_a_sign(signs: &aho_corasick::AhoCorasick, text: &str) -> bool {
+    let bytes = text.as_bytes();
+    signs.find_iter(text).any(|found| {
+        let spelled = &bytes[found.start()..found.end()];
+        !(spelled == b".cpu(" && hands_to_the_host_as_data(&bytes[found.end()..]))
+    })
+}
+
+/// Whether `rest` (what follows `.cpu(`) closes the call and, through
+/// calls with no nested brackets, reaches `.numpy(`, `.tolist(` or
+/// `.item(`. At most 8 links.
+fn hands_to_the_host_as_data(rest: &[u8]) -> bool {
+    const DATA: &[&[u8]] = &[b"numpy", b"tolist", b"item"];
+    let Some(mut at) = rest.first().filter(|&&b| b == b')').map(|_| 1) else {
+        return false;
+    };
+    for _ in 0..8 {
+        if rest.get(at) != Some(&b'.') {
+            return false;
+        }
+        let name_start = at + 1;
+        let name_end = name_start
+            + rest[name_start..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
+                .count();
+        if name_end == name_start || rest.get(name_end) != Some(&b'(') {
+            return false;
+        }
+        if DATA.contains(&&rest[name_start..name_end]) {
+            return true;
+        }
+        // The call's arguments, with no bracket nested in them.
+        let Some(close) = rest[name_end + 1..]
+            .iter()
+            .position(|&b| matches!(b, b')' | b'(' | b'[' | b']' | b'\n'))
+        else {
+            return false;
+        };
+        let close = name_end + 1 + close;
+        if rest[close] != b')' {
+            return false;
+        }
+        at = close + 1;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +160,31 @@ mod tests {
         let receiver = format!("{}.half(\n", "a".repeat(1_000_000));
         assert!(!moves_a_module_in_place(&chained));
         assert!(moves_a_module_in_place(&receiver));
+    }
+
+    #[test]
+    fn a_tensor_handed_to_the_host_as_data_is_no_sign() {
+        let signs = aho_corasick::AhoCorasick::new([".cpu(", "non_blocking"]).expect("signs");
+        for text in [
+            "y = logits.cpu().numpy()\n",
+            "n = x.detach().cpu().float().numpy()\n",
+            "ids = out.cpu().permute(0, 2, 1).tolist()\n",
+            "v = loss.cpu().item()\n",
+        ] {
+            assert!(!spells_a_sign(&signs, text), "{text}");
+        }
+        for text in [
+            // Copies that stay tensors, or a module moved.
+            "x = x.cpu()\n",
+            "self.block.cpu()\n",
+            "w = p.data.cpu().pin_memory()\n",
+            "v = x.cpu().reshape(f(a)).numpy()\n",
+            "v = x.cpu(\n).numpy()\n",
+            // Another sign beside a conversion.
+            "y = logits.cpu().numpy()\nw.to(d, non_blocking=True)\n",
+            "y = a.cpu().numpy(); b.cpu()\n",
+        ] {
+            assert!(spells_a_sign(&signs, text), "{text}");
+        }
     }
 }

@@ -433,7 +433,8 @@ pub fn fullgraph_prefix_end(text: &str) -> Option<usize> {
 /// initialisation does, `w.data.normal_()`, `named_parameters()`): storage
 /// swapped (`.data =`, `._parameters`, `.set_(`, `resize_(`,
 /// `untyped_storage`), transfers (`non_blocking`, `pin_memory`, `.cuda(`,
-/// `.cpu(`), collectives (`all_gather`, `all_reduce`, `reduce_scatter`, `.broadcast(`) and the streams and
+/// `.cpu(`, not where it hands a tensor to the host as data, see
+/// `in_place_moves::spells_a_sign`), collectives (`all_gather`, `all_reduce`, `reduce_scatter`, `.broadcast(`) and the streams and
 /// events that order them. A module moved in place (a dropped `.to(...)`,
 /// see `in_place_moves::moves_a_module_in_place`) is a sign too.
 pub const FORWARD_ROOT_SIGNS: &[&str] = &[
@@ -462,15 +463,13 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 /// prefilter's [`Context::Defined`] reads it) and holds a sign of weight
 /// work ([`FORWARD_ROOT_SIGNS`]). The same test with and without the
 /// prefilter, so that it cannot change an answer; a forward in a file with
-/// no such sign is not looked at (a model's forward, which calls only
-/// compute). A file that defines a tensor subclass's `__torch_function__`
+/// no such sign is not looked at (a model's forward, calling compute). A file that defines a tensor subclass's `__torch_function__`
 /// is indexed whatever it spells (a parameter subclass dispatches to hook
 /// objects from there), and so is one that compiles a function where it is
 /// defined (`@torch.compile`, see `compile_decorators`).
 pub fn may_define_forward(text: &str) -> bool {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
-    // One pass for every sign.
     static SIGNS: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
         AhoCorasick::new(FORWARD_ROOT_SIGNS).expect("plain literal signs always build")
     });
@@ -482,7 +481,8 @@ pub fn may_define_forward(text: &str) -> bool {
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
     (spells(FORWARD)
         && NEEDLES.scan_normal(&normal).needed
-        && (SIGNS.is_match(text) || crate::analysis::in_place_moves::moves_a_module_in_place(text)))
+        && (crate::analysis::in_place_moves::spells_a_sign(&SIGNS, text)
+            || crate::analysis::in_place_moves::moves_a_module_in_place(text)))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
         || ((spells("compile") || spells("optimize"))
             && crate::analysis::compile_decorators::compiles_where_defined(&normal))
@@ -572,7 +572,7 @@ mod tests {
             assert!(super::may_define_forward(text), "{text:?}");
         }
         for text in [
-            "def forward(self, x):\n    return self.inner(x)\n",
+            "def forward(self, x):\n    return self.inner(x).cpu().float().numpy()\n",
             "def _init_weights(self, m):\n    m.weight.data.normal_()\n\
              def forward(self, x):\n    return x\n",
             "n = sum(p.numel() for p in m.named_parameters())\ndef forward(self, x): ...\n",
