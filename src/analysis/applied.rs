@@ -539,7 +539,7 @@ pub(super) fn argument_name<'v>(
 }
 
 /// The values the call passes for `callee`'s parameter `param`.
-fn argument_vals<'v>(
+pub(super) fn argument_vals<'v>(
     values: &'v CallValues,
     call: &CallFact,
     callee: &FunctionFact,

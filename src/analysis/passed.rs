@@ -216,6 +216,75 @@ impl ProjectIndex<'_> {
         }
     }
 
+    /// Whether some call of `helper` in the project passes module state for
+    /// its parameter `param`: `self` or one of its attributes in a method
+    /// of a class that may be an `nn.Module` (`offloader.submit(self.blocks,
+    /// i)` in a model's forward), or a parameter of the calling function
+    /// that a call of it passes module state for in turn
+    /// ([`MOST_PASSED_DEPTH`] deep). Where nothing says how a method is
+    /// called, its parameters are what its callers hand it.
+    pub(crate) fn passes_module_state(&self, helper: &FunctionRef, param: usize) -> bool {
+        self.passes_module_state_at(helper, param, 0)
+    }
+
+    fn passes_module_state_at(&self, helper: &FunctionRef, param: usize, depth: usize) -> bool {
+        let fact = &helper.0.functions[helper.1];
+        let mut known = crate::analysis::lineage::ModuleClasses::new();
+        for module in self.modules_calling(&helper.0, &fact.name) {
+            for (index, function) in module.functions.iter().enumerate() {
+                let mut caller = None;
+                for (i, call) in function.calls.iter().enumerate() {
+                    let named = match &call.callee {
+                        Callee::Name(name) => *name == fact.name,
+                        Callee::Method { method, .. } => *method == fact.name,
+                    };
+                    if !named || call.through.is_some() {
+                        continue;
+                    }
+                    let caller =
+                        caller.get_or_insert_with(|| self.caller(&(Arc::clone(&module), index)));
+                    if !caller
+                        .callees(i)
+                        .iter()
+                        .any(|t| t.1 == helper.1 && t.0.path == helper.0.path)
+                    {
+                        continue;
+                    }
+                    let Some(vals) = function.local.call_at(call.start).and_then(|values| {
+                        crate::analysis::applied::argument_vals(
+                            values, call, fact, param, &module, function,
+                        )
+                    }) else {
+                        continue;
+                    };
+                    let own_object = function.is_method && !function.static_method;
+                    for val in vals.iter() {
+                        let passes = match val.root {
+                            Root::Param(0) if own_object => {
+                                function.self_class.as_deref().is_some_and(|class| {
+                                    self.may_be_module(&module, class, &mut known)
+                                })
+                            }
+                            Root::Param(k) => {
+                                depth < MOST_PASSED_DEPTH
+                                    && self.passes_module_state_at(
+                                        &(Arc::clone(&module), index),
+                                        usize::from(k),
+                                        depth + 1,
+                                    )
+                            }
+                            _ => false,
+                        };
+                        if passes {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
     /// The modules that may call `name`: those indexed, and every file
     /// below `module`'s import root whose text calls it (`name(`), read
     /// once per run and name (at most [`MOST_CALLING_FILES`] of them).

@@ -13,7 +13,9 @@
 
 use std::sync::Arc;
 
-use crate::analysis::effects::judge::{Judged, discount_place, judge};
+use crate::analysis::effects::judge::{
+    Judged, Role, discount_place, forward_roles, judge, judge_with,
+};
 use crate::analysis::effects::local::{Acts, Kind};
 use crate::analysis::effects::record::{Effect, Summary, Target};
 use crate::analysis::effects::resolve::judge_attribute;
@@ -184,6 +186,26 @@ impl ProjectIndex<'_> {
         None
     }
 
+    /// The roles of the parameters of `method` (of a class) where it
+    /// submits a job whose future it keeps: `self` is the object; any other
+    /// parameter is the module where some call in the project passes
+    /// module state there (a model's forward handing its blocks to the
+    /// swapper, `offloader.submit_move_blocks(self.blocks, i)`, through
+    /// helpers), else an activation (an input batch copied to the device
+    /// on a worker thread is no weight work).
+    fn submitter_roles(&self, module: &Arc<ModuleFacts>, method: usize) -> Vec<Role> {
+        let fact = &module.functions[method];
+        let at = (Arc::clone(module), method);
+        forward_roles(fact)
+            .into_iter()
+            .enumerate()
+            .map(|(k, role)| match role {
+                Role::Activation if self.passes_module_state(&at, k) => Role::Module,
+                role => role,
+            })
+            .collect()
+    }
+
     /// [`ProjectIndex::keeps_jobs`] of the methods of one class.
     fn keeps_jobs_in(
         &self,
@@ -209,6 +231,7 @@ impl ProjectIndex<'_> {
                     Kind::Swap,
                     Kind::Storage,
                 ],
+                true,
             )?;
             Some(format!(
                 "{} keeps there the future of a job that acts on module state (line {line})",
@@ -228,8 +251,23 @@ impl ProjectIndex<'_> {
         attr: &str,
         call_taken: impl Fn(Option<&Through>) -> bool,
         kinds: &[Kind],
+        by_callers: bool,
     ) -> Option<usize> {
         let fact = &module.functions[method];
+        // `by_callers`: the method's parameters are what its callers hand
+        // it (see [`ProjectIndex::submitter_roles`]), not a hook's.
+        let roles = std::cell::OnceCell::new();
+        let judged = |mapped: &Summary| -> Judged {
+            match by_callers {
+                false => judge(mapped, module, fact),
+                true => judge_with(
+                    mapped,
+                    module,
+                    fact,
+                    roles.get_or_init(|| self.submitter_roles(module, method)),
+                ),
+            }
+        };
         let returned: Vec<usize> = fact
             .local
             .self_stores
@@ -253,7 +291,7 @@ impl ProjectIndex<'_> {
             for callee in caller.callees(i) {
                 let mut mapped = self.effects_at_call(&caller, i, callee);
                 mapped.effects.retain(|e| kinds.contains(&e.kind));
-                if !mapped.effects.is_empty() && judge(&mapped, module, fact).evidence.is_some() {
+                if !mapped.effects.is_empty() && judged(&mapped).evidence.is_some() {
                     return Some(call.line);
                 }
             }
@@ -321,6 +359,7 @@ impl ProjectIndex<'_> {
                 attr,
                 |through| through.is_none(),
                 &[Kind::Collective, Kind::Move, Kind::CopyIn],
+                false,
             ) {
                 return Some(format!(
                     "{} keeps there what a call that gathers, moves or copies module state returned (line {line})",
