@@ -224,12 +224,41 @@ impl ProjectIndex<'_> {
     /// ([`MOST_PASSED_DEPTH`] deep). Where nothing says how a method is
     /// called, its parameters are what its callers hand it.
     pub(crate) fn passes_module_state(&self, helper: &FunctionRef, param: usize) -> bool {
-        self.passes_module_state_at(helper, param, 0)
+        let mut asked = std::collections::HashMap::new();
+        let mut known = crate::analysis::lineage::ModuleClasses::new();
+        self.passes_module_state_at(helper, param, 0, &mut asked, &mut known)
     }
 
-    fn passes_module_state_at(&self, helper: &FunctionRef, param: usize, depth: usize) -> bool {
+    /// [`ProjectIndex::passes_module_state`] at `depth`; each function,
+    /// parameter and depth asked once (`asked`, where a cycle of helpers
+    /// handing a parameter on finds `false`).
+    fn passes_module_state_at(
+        &self,
+        helper: &FunctionRef,
+        param: usize,
+        depth: usize,
+        asked: &mut std::collections::HashMap<(usize, usize, usize, usize), bool>,
+        known: &mut crate::analysis::lineage::ModuleClasses,
+    ) -> bool {
+        let key = (Arc::as_ptr(&helper.0) as usize, helper.1, param, depth);
+        if let Some(&answer) = asked.get(&key) {
+            return answer;
+        }
+        asked.insert(key, false);
+        let answer = self.passes_module_state_uncached(helper, param, depth, asked, known);
+        asked.insert(key, answer);
+        answer
+    }
+
+    fn passes_module_state_uncached(
+        &self,
+        helper: &FunctionRef,
+        param: usize,
+        depth: usize,
+        asked: &mut std::collections::HashMap<(usize, usize, usize, usize), bool>,
+        known: &mut crate::analysis::lineage::ModuleClasses,
+    ) -> bool {
         let fact = &helper.0.functions[helper.1];
-        let mut known = crate::analysis::lineage::ModuleClasses::new();
         for module in self.modules_calling(&helper.0, &fact.name) {
             for (index, function) in module.functions.iter().enumerate() {
                 let mut caller = None;
@@ -257,20 +286,23 @@ impl ProjectIndex<'_> {
                     }) else {
                         continue;
                     };
-                    let own_object = function.is_method && !function.static_method;
+                    // `self`, not a classmethod's `cls`.
+                    let own_object =
+                        function.is_method && !function.static_method && !function.class_method;
                     for val in vals.iter() {
                         let passes = match val.root {
-                            Root::Param(0) if own_object => {
-                                function.self_class.as_deref().is_some_and(|class| {
-                                    self.may_be_module(&module, class, &mut known)
-                                })
-                            }
+                            Root::Param(0) if own_object => function
+                                .self_class
+                                .as_deref()
+                                .is_some_and(|class| self.may_be_module(&module, class, known)),
                             Root::Param(k) => {
                                 depth < MOST_PASSED_DEPTH
                                     && self.passes_module_state_at(
                                         &(Arc::clone(&module), index),
                                         usize::from(k),
                                         depth + 1,
+                                        asked,
+                                        known,
                                     )
                             }
                             _ => false,

@@ -254,19 +254,31 @@ impl ProjectIndex<'_> {
         by_callers: bool,
     ) -> Option<usize> {
         let fact = &module.functions[method];
-        // `by_callers`: the method's parameters are what its callers hand
-        // it (see [`ProjectIndex::submitter_roles`]), not a hook's.
+        // `by_callers`: what acts in place (a module moved as a statement,
+        // storage swapped) changes module state whatever the method is
+        // handed, and is judged as before; a copy whose value is used
+        // (`return batch.to(d)`) is weight work only where the method's
+        // callers hand it module state (see
+        // [`ProjectIndex::submitter_roles`]).
         let roles = std::cell::OnceCell::new();
         let judged = |mapped: &Summary| -> Judged {
-            match by_callers {
-                false => judge(mapped, module, fact),
-                true => judge_with(
-                    mapped,
-                    module,
-                    fact,
-                    roles.get_or_init(|| self.submitter_roles(module, method)),
-                ),
+            if !by_callers {
+                return judge(mapped, module, fact);
             }
+            let mut in_place = mapped.clone();
+            in_place.effects.retain(|e| e.acts != Acts::Rebound);
+            let judged = judge(&in_place, module, fact);
+            if judged.evidence.is_some() {
+                return judged;
+            }
+            let mut copies = mapped.clone();
+            copies.effects.retain(|e| e.acts == Acts::Rebound);
+            judge_with(
+                &copies,
+                module,
+                fact,
+                roles.get_or_init(|| self.submitter_roles(module, method)),
+            )
         };
         let returned: Vec<usize> = fact
             .local
