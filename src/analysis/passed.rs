@@ -161,6 +161,42 @@ impl ProjectIndex<'_> {
         found: &mut Vec<Passed>,
     ) {
         let fact = &helper.0.functions[helper.1];
+        for (module, index, i) in self.calls_of(helper) {
+            let function = &module.functions[index];
+            let call = &function.calls[i];
+            let Some(values) = function.local.call_at(call.start) else {
+                continue;
+            };
+            let Some(name) = argument_name(values, call, fact, param, &module, function) else {
+                continue;
+            };
+            if let Some(passed_on) = function.parameters.iter().position(|p| p == name) {
+                if depth < MOST_PASSED_DEPTH {
+                    self.passed_into(&(Arc::clone(&module), index), passed_on, depth + 1, found);
+                }
+                continue;
+            }
+            for target in self.named_at(&module, name, index) {
+                if !found
+                    .iter()
+                    .any(|p| p.function.1 == target.1 && p.function.0.path == target.0.path)
+                {
+                    found.push(Passed {
+                        function: target,
+                        path: module.path.clone(),
+                        line: call.line,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Every call in the project that reaches `helper`: the calling
+    /// module, the function's index there and the call's index in it
+    /// (looked for in the modules that may call its name).
+    fn calls_of(&self, helper: &FunctionRef) -> Vec<(Arc<ModuleFacts>, usize, usize)> {
+        let fact = &helper.0.functions[helper.1];
+        let mut found = Vec::new();
         for module in self.modules_calling(&helper.0, &fact.name) {
             for (index, function) in module.functions.iter().enumerate() {
                 let mut caller = None;
@@ -174,46 +210,17 @@ impl ProjectIndex<'_> {
                     }
                     let caller =
                         caller.get_or_insert_with(|| self.caller(&(Arc::clone(&module), index)));
-                    if !caller
+                    if caller
                         .callees(i)
                         .iter()
                         .any(|t| t.1 == helper.1 && t.0.path == helper.0.path)
                     {
-                        continue;
-                    }
-                    let Some(values) = function.local.call_at(call.start) else {
-                        continue;
-                    };
-                    let Some(name) = argument_name(values, call, fact, param, &module, function)
-                    else {
-                        continue;
-                    };
-                    if let Some(passed_on) = function.parameters.iter().position(|p| p == name) {
-                        if depth < MOST_PASSED_DEPTH {
-                            self.passed_into(
-                                &(Arc::clone(&module), index),
-                                passed_on,
-                                depth + 1,
-                                found,
-                            );
-                        }
-                        continue;
-                    }
-                    for target in self.named_at(&module, name, index) {
-                        if !found
-                            .iter()
-                            .any(|p| p.function.1 == target.1 && p.function.0.path == target.0.path)
-                        {
-                            found.push(Passed {
-                                function: target,
-                                path: module.path.clone(),
-                                line: call.line,
-                            });
-                        }
+                        found.push((Arc::clone(&module), index, i));
                     }
                 }
             }
         }
+        found
     }
 
     /// Whether some call of `helper` in the project passes module state for
@@ -245,76 +252,47 @@ impl ProjectIndex<'_> {
             return answer;
         }
         asked.insert(key, false);
-        let answer = self.passes_module_state_uncached(helper, param, depth, asked, known);
-        asked.insert(key, answer);
-        answer
-    }
-
-    fn passes_module_state_uncached(
-        &self,
-        helper: &FunctionRef,
-        param: usize,
-        depth: usize,
-        asked: &mut std::collections::HashMap<(usize, usize, usize, usize), bool>,
-        known: &mut crate::analysis::lineage::ModuleClasses,
-    ) -> bool {
         let fact = &helper.0.functions[helper.1];
-        for module in self.modules_calling(&helper.0, &fact.name) {
-            for (index, function) in module.functions.iter().enumerate() {
-                let mut caller = None;
-                for (i, call) in function.calls.iter().enumerate() {
-                    let named = match &call.callee {
-                        Callee::Name(name) => *name == fact.name,
-                        Callee::Method { method, .. } => *method == fact.name,
-                    };
-                    if !named || call.through.is_some() {
-                        continue;
+        let mut answer = false;
+        'calls: for (module, index, i) in self.calls_of(helper) {
+            let function = &module.functions[index];
+            let call = &function.calls[i];
+            let Some(vals) = function.local.call_at(call.start).and_then(|values| {
+                crate::analysis::applied::argument_vals(
+                    values, call, fact, param, &module, function,
+                )
+            }) else {
+                continue;
+            };
+            // `self`, not a classmethod's `cls`.
+            let own_object =
+                function.is_method && !function.static_method && !function.class_method;
+            for val in vals.iter() {
+                let passes = match val.root {
+                    Root::Param(0) if own_object => function
+                        .self_class
+                        .as_deref()
+                        .is_some_and(|class| self.may_be_module(&module, class, known)),
+                    Root::Param(k) => {
+                        depth < MOST_PASSED_DEPTH
+                            && self.passes_module_state_at(
+                                &(Arc::clone(&module), index),
+                                usize::from(k),
+                                depth + 1,
+                                asked,
+                                known,
+                            )
                     }
-                    let caller =
-                        caller.get_or_insert_with(|| self.caller(&(Arc::clone(&module), index)));
-                    if !caller
-                        .callees(i)
-                        .iter()
-                        .any(|t| t.1 == helper.1 && t.0.path == helper.0.path)
-                    {
-                        continue;
-                    }
-                    let Some(vals) = function.local.call_at(call.start).and_then(|values| {
-                        crate::analysis::applied::argument_vals(
-                            values, call, fact, param, &module, function,
-                        )
-                    }) else {
-                        continue;
-                    };
-                    // `self`, not a classmethod's `cls`.
-                    let own_object =
-                        function.is_method && !function.static_method && !function.class_method;
-                    for val in vals.iter() {
-                        let passes = match val.root {
-                            Root::Param(0) if own_object => function
-                                .self_class
-                                .as_deref()
-                                .is_some_and(|class| self.may_be_module(&module, class, known)),
-                            Root::Param(k) => {
-                                depth < MOST_PASSED_DEPTH
-                                    && self.passes_module_state_at(
-                                        &(Arc::clone(&module), index),
-                                        usize::from(k),
-                                        depth + 1,
-                                        asked,
-                                        known,
-                                    )
-                            }
-                            _ => false,
-                        };
-                        if passes {
-                            return true;
-                        }
-                    }
+                    _ => false,
+                };
+                if passes {
+                    answer = true;
+                    break 'calls;
                 }
             }
         }
-        false
+        asked.insert(key, answer);
+        answer
     }
 
     /// The modules that may call `name`: those indexed, and every file
