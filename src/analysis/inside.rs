@@ -114,17 +114,26 @@ impl ProjectIndex<'_> {
         others: &[Effect],
         inside: &mut Vec<(FunctionRef, Effect)>,
     ) {
-        let mut signs: HashSet<(PathBuf, usize, Kind)> = std::iter::once(evidence)
+        let signs: HashSet<(&PathBuf, usize, Kind)> = std::iter::once(evidence)
             .chain(others)
-            .map(|e| (e.path.clone(), e.line, e.kind))
+            .map(|e| (&e.path, e.line, e.kind))
             .collect();
+        // The signs of helpers found inside by what they do in the step's
+        // terms (few): they count below them.
+        let mut added: Vec<(PathBuf, usize, Kind)> = Vec::new();
+        let counted = |added: &[(PathBuf, usize, Kind)], e: &Effect| {
+            signs.contains(&(&e.path, e.line, e.kind))
+                || added
+                    .iter()
+                    .any(|(path, line, kind)| *path == e.path && *line == e.line && *kind == e.kind)
+        };
         // What the step's own summary kept from a counted sign, in its
         // terms.
         let kept: Vec<(Kind, Target, Acts)> = self
             .summary(step)
             .effects
             .iter()
-            .filter(|e| signs.contains(&(e.path.clone(), e.line, e.kind)))
+            .filter(|e| counted(&added, e))
             .map(|e| (e.kind, e.target.clone(), e.acts))
             .collect();
         let key = |f: &FunctionRef| (Arc::as_ptr(&f.0) as usize, f.1);
@@ -150,7 +159,7 @@ impl ProjectIndex<'_> {
                     let shared = summary
                         .effects
                         .iter()
-                        .find(|e| signs.contains(&(e.path.clone(), e.line, e.kind)))
+                        .find(|e| counted(&added, e))
                         .cloned()
                         .or_else(|| {
                             (depth == 0 && !kept.is_empty())
@@ -166,7 +175,7 @@ impl ProjectIndex<'_> {
                                 })
                                 .map(|mut effect| {
                                     // Its own signs count below it.
-                                    signs.insert((effect.path.clone(), effect.line, effect.kind));
+                                    added.push((effect.path.clone(), effect.line, effect.kind));
                                     if let Some(first) = effect.chain.take() {
                                         effect.chain = first.next.clone();
                                         effect.length = effect.length.saturating_sub(1);

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::analysis::FastMap;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::Vocabulary;
@@ -84,8 +85,6 @@ pub(super) type Dispatchers =
 /// [`ProjectIndex::module_files`]' key: the import root, and whether the
 /// files found are spelled from the working directory.
 pub(super) type ModuleFilesKey = (Option<PathBuf>, bool);
-
-use crate::analysis::FastMap;
 
 pub(super) type NeighbourhoodWords = FastMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 
