@@ -51,6 +51,7 @@
 /// where its order could reach an answer.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+pub mod annotated;
 pub mod applied;
 pub mod arguments;
 pub mod bound;

@@ -13,10 +13,9 @@
 
 use aho_corasick::AhoCorasick;
 
-/// The method a forward replacement replaces.
+/// The method a forward replacement replaces, and the attribute a class
+/// swap assigns (`m.__class__ = C`).
 pub const FORWARD: &str = "forward";
-
-/// The attribute a class swap assigns (`m.__class__ = C`).
 pub const CLASS_SWAP: &str = "__class__";
 
 /// The literal every `# hookfence: ignore` comment holds (see
@@ -41,8 +40,9 @@ pub enum Context {
     /// As the callee of a call (`queries/registrations.scm` matches calls):
     /// a whole word followed, past blanks and comments, by `(`.
     Called,
-    /// As an attribute assigned to (`m.forward = f`, `queries/index.scm`'s
-    /// forward replacements) or as a string (`setattr(m, "forward", f)`).
+    /// As an attribute assigned to (`m.forward = f`, `m.forward: T = f` as
+    /// a statement: `queries/index.scm`'s forward replacements; see
+    /// `annotated`) or as a string (`setattr(m, "forward", f)`).
     Replaced,
 }
 
@@ -88,8 +88,7 @@ pub struct Needles {
     automaton: Option<AhoCorasick>,
     /// The SIMD ("Teddy") searcher for the same patterns, where the CPU has it.
     packed: Option<aho_corasick::packed::Searcher>,
-    /// Every pattern, in automaton order: the names (each with every context
-    /// it counts in), then the `fullgraph` keyword.
+    /// Every pattern in automaton order: names (each with its contexts), then `fullgraph`.
     patterns: Vec<(Vec<u8>, Vec<Context>)>,
 }
 
@@ -328,7 +327,7 @@ fn stands_in(
                 // `m.forward = f`, and annotated: `m.forward: T = f`.
                 Some(b'.') => match bytes.get(after) {
                     Some(b'=') => bytes.get(after + 1) != Some(&b'='),
-                    Some(b':') => true,
+                    Some(b':') => super::annotated::may_start_statement(bytes, i - 1),
                     _ => false,
                 },
                 // `setattr(m, "forward", f)`: the string (in any quotes,
@@ -707,6 +706,7 @@ mod tests {
             "y = m.forward",
             "print('forward')",
             "d = {'forward': 1}",
+            "if cls != m.forward:",
         ] {
             assert!(!needed(other), "{other}");
         }
