@@ -10,8 +10,22 @@
 //! the bytes are anything this reading does not follow (a string, a number,
 //! an unbalanced bracket, a line continuation), the answer is yes: a needle
 //! that counts costs a parse, one that does not can lose a match.
+//!
+//! The byte classes the prefilter reads names with live here too.
 
-use crate::analysis::prefilter::{is_ascii_word, is_gap};
+/// An ASCII identifier byte. Anything else (including every byte of a
+/// non-ASCII character) may end or separate a name for these checks: when in
+/// doubt a name counts.
+pub(crate) fn is_ascii_word(b: u8) -> bool {
+    b == b'_' || b.is_ascii_alphanumeric()
+}
+
+/// What tree-sitter may skip between two tokens on one logical line: blanks,
+/// line continuations, and the bytes of non-ASCII characters (its grammar
+/// allows some Unicode spaces).
+pub(crate) fn is_gap(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r' | b'\n' | b'\\') || b >= 0x80
+}
 
 /// Whether the primary that ends just before the `.` at `dot` can start a
 /// statement.

@@ -199,19 +199,7 @@ impl Needles {
     }
 }
 
-/// An ASCII identifier byte. Anything else (including every byte of a
-/// non-ASCII character) may end or separate a name for these checks: when in
-/// doubt a name counts.
-pub(super) fn is_ascii_word(b: u8) -> bool {
-    b == b'_' || b.is_ascii_alphanumeric()
-}
-
-/// What tree-sitter may skip between two tokens on one logical line: blanks,
-/// line continuations, and the bytes of non-ASCII characters (its grammar
-/// allows some Unicode spaces).
-pub(super) fn is_gap(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r' | b'\n' | b'\\') || b >= 0x80
-}
+pub(super) use super::annotated::{is_ascii_word, is_gap};
 
 /// Whether `start..end` of `bytes` is not part of a longer ASCII name.
 pub fn is_whole_word(bytes: &[u8], start: usize, end: usize) -> bool {
