@@ -217,6 +217,14 @@ impl ProjectIndex<'_> {
                             wrapper_fact.parameters.len()
                         ]
                     };
+                    let installed = (Arc::clone(&wrapper_module), wrapper);
+                    self.installed_inline_work(
+                        &installed,
+                        &roles,
+                        ((&module.path, replacement.line), false),
+                        &mut discovered,
+                        &mut evidence,
+                    );
                     self.steps_of(
                         &wrapper_module,
                         wrapper,

@@ -67,6 +67,7 @@ pub mod function_facts;
 pub mod function_values;
 pub mod hook_values;
 pub mod in_place_moves;
+pub mod inline_work;
 pub mod inside;
 pub mod installs;
 pub mod lineage;

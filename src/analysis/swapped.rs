@@ -74,6 +74,14 @@ impl ProjectIndex<'_> {
                         // Put on the class: bound, `self` is the module.
                         let roles =
                             crate::analysis::effects::judge::forward_roles(&at.functions[function]);
+                        let installed = (Arc::clone(&at), function);
+                        self.installed_inline_work(
+                            &installed,
+                            &roles,
+                            ((&module.path, swap.line), true),
+                            discovered,
+                            &mut evidence,
+                        );
                         self.steps_of(&at, function, roles, &why, discovered, &mut evidence);
                         self.keep_step_evidence(evidence);
                     } else {

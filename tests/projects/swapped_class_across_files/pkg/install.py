@@ -1,5 +1,5 @@
 # Swaps the classes of live modules; the lookups are defined elsewhere.
-from .lookups import Streaming, onload_on_read, trace_reads
+from .lookups import Following, Rehoming, Streaming, onload_on_read, trace_reads
 
 
 def enable_onload(module):
@@ -14,3 +14,11 @@ def enable_tracing(module):
 
 def enable_streaming(linear):
     linear.__class__ = Streaming
+
+
+def enable_rehoming(linear):
+    linear.__class__ = Rehoming
+
+
+def enable_following(linear):
+    linear.__class__ = Following

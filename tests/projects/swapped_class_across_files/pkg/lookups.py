@@ -20,3 +20,18 @@ class Streaming(nn.Linear):
         if name in ("weight", "bias"):
             value.data = value.data.to("cuda", non_blocking=True)
         return value
+
+
+class Rehoming(nn.Linear):
+    # Its forward moves its own weights to the input's device in its body:
+    # swapped in, it is the fence point.
+    def forward(self, x):
+        if self.weight.device != x.device:
+            self.to(x.device)
+        return super().forward(x)
+
+
+class Following(nn.Linear):
+    # Moves only the input to where the weight is: compute.
+    def forward(self, x):
+        return super().forward(x.to(self.weight.device))
