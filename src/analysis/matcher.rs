@@ -249,8 +249,17 @@ pub fn analyze_scanned<'t>(
         }
     }
 
+    // Where each line starts, found once: a file with many functions found
+    // by use asks for many of them.
+    let line_starts: Vec<usize> = if discovered.is_empty() {
+        Vec::new()
+    } else {
+        std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+            .collect()
+    };
     for (line, column, why) in discovered {
-        if let Some(def) = def_at(root, text, *line, *column) {
+        if let Some(def) = def_at(root, text, &line_starts, *line, *column) {
             let entry = candidates.entry(def.start_byte()).or_insert_with(|| {
                 if def.kind() == "lambda" {
                     lambda_candidate(&ctx, def, FenceState::Unfenced)
@@ -418,8 +427,16 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
 
 /// The `def` (or `async def`) or `lambda` whose keyword stands at 1-based
 /// `line` and `column` (in characters).
-fn def_at<'t>(root: Node<'t>, text: &str, line: usize, column: usize) -> Option<Node<'t>> {
-    let line_text = text.split('\n').nth(line.checked_sub(1)?)?;
+fn def_at<'t>(
+    root: Node<'t>,
+    text: &str,
+    line_starts: &[usize],
+    line: usize,
+    column: usize,
+) -> Option<Node<'t>> {
+    let start = *line_starts.get(line.checked_sub(1)?)?;
+    let end = line_starts.get(line).map_or(text.len(), |&next| next - 1);
+    let line_text = text.get(start..end)?;
     let byte_column: usize = line_text
         .chars()
         .take(column.checked_sub(1)?)
@@ -593,5 +610,23 @@ mod tests {
         let (anchored, walked) = both_ways(&text);
         assert_eq!(anchored, walked);
         assert_eq!(anchored.matches("ClassFact").count(), 400);
+    }
+
+    #[test]
+    fn a_function_found_by_use_is_found_by_its_line_and_column() {
+        let text = "x = 1\r\ndef f():\r\n    pass\n\n\u{e9} = lambda: 0\ndef last(): pass";
+        let tree = crate::parse::parse(text).unwrap();
+        let root = tree.root_node();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+            .collect();
+        let at = |line, column| def_at(root, text, &starts, line, column).map(|n| n.start_byte());
+        assert_eq!(at(2, 1), text.find("def f"));
+        // Columns count characters: the lambda stands after a two-byte one.
+        assert_eq!(at(5, 5), text.find("lambda"));
+        assert_eq!(at(6, 1), text.find("def last"));
+        assert_eq!(at(3, 5), None);
+        assert_eq!(at(7, 1), None);
+        assert_eq!(at(0, 1), None);
     }
 }
