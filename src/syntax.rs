@@ -390,6 +390,40 @@ pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
     defaults
 }
 
+/// The parameters (by their place among those [`parameter_defaults`]
+/// counts) whose default is a bare name: `m=m` binds, when the `def` runs,
+/// what `m` names around it (a loop's module, in `for m in ...: def f(x,
+/// m=m)`).
+pub fn parameter_default_names(function: Node<'_>, text: &str) -> Vec<(usize, Box<str>)> {
+    let Some(parameters) = function.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let mut index = 0;
+    let mut cursor = parameters.walk();
+    for parameter in parameters.named_children(&mut cursor) {
+        match parameter.kind() {
+            "identifier"
+            | "typed_parameter"
+            | "list_splat_pattern"
+            | "dictionary_splat_pattern" => {
+                index += 1;
+            }
+            "default_parameter" | "typed_default_parameter" => {
+                if let Some(value) = parameter
+                    .child_by_field_name("value")
+                    .filter(|v| v.kind() == "identifier")
+                {
+                    names.push((index, text_of(value, text).into()));
+                }
+                index += 1;
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
 /// For each parameter [`parameter_defaults`] counts, whether it collects
 /// the arguments left (`*args`, `**kwargs`, typed or not).
 pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {

@@ -212,10 +212,20 @@ impl ProjectIndex<'_> {
                     let roles = if read_as_bound(replacement, wrapper_fact) {
                         crate::analysis::effects::judge::forward_roles(wrapper_fact)
                     } else {
-                        vec![
+                        // `def f(x, m=m)`: a default naming the module the
+                        // forward is set on binds that module.
+                        let mut roles = vec![
                             crate::analysis::effects::judge::Role::Activation;
                             wrapper_fact.parameters.len()
-                        ]
+                        ];
+                        for (i, name) in &wrapper_fact.default_names {
+                            if **name == *replacement.target
+                                && let Some(role) = roles.get_mut(*i)
+                            {
+                                *role = crate::analysis::effects::judge::Role::Module;
+                            }
+                        }
+                        roles
                     };
                     let installed = (Arc::clone(&wrapper_module), wrapper);
                     self.installed_inline_work(

@@ -109,6 +109,8 @@ pub struct FunctionFact {
     pub annotations: Vec<Option<String>>,
     /// For each parameter, whether it has a default value.
     pub defaulted: Vec<bool>,
+    /// The parameters whose default is a bare name, with that name.
+    pub default_names: Vec<(usize, Box<str>)>,
     /// For each parameter, whether it collects the arguments left
     /// (`*args`, `**kwargs`).
     pub splats: Vec<bool>,
@@ -187,6 +189,7 @@ pub(crate) fn function_fact(
         parameters: crate::syntax::parameter_names(def, text),
         annotations: crate::syntax::parameter_annotations(def, text),
         defaulted: crate::syntax::parameter_defaults(def),
+        default_names: crate::syntax::parameter_default_names(def, text),
         splats: crate::syntax::parameter_splats(def),
         keyword_only: crate::syntax::has_keyword_only(def),
         returns: Vec::new(),

@@ -67,6 +67,25 @@ impl ProjectIndex<'_> {
         discovered: &mut Discovered,
         evidence_found: &mut Vec<StepEvidence>,
     ) {
+        // The forward of a class swapped in is judged by its body (a
+        // quantized `nn.Linear` subclass moving itself). A model's own
+        // method put back or put in as its forward (`m.forward =
+        // MethodType(Model.forward, m)`, `Model.forward =
+        // Model.forward_fast`) runs that model's compute: never fenced for
+        // its body (a fence on a method fences every instance of its class).
+        let fact = &installed.0.functions[installed.1];
+        if !swapped
+            && let Some(class) = &fact.self_class
+            && fact.is_method
+            && (fact.name == "forward"
+                || self.may_be_module(
+                    &installed.0,
+                    class,
+                    &mut crate::analysis::lineage::ModuleClasses::new(),
+                ))
+        {
+            return;
+        }
         let how = match swapped {
             true => "the forward of a class swapped in",
             false => "installed as a forward",
