@@ -372,22 +372,34 @@ fn annotated_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
 /// (`target=next_layer`): bound where the function is defined, never passed
 /// by the code that calls a hook.
 pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
+    counted_parameters(function)
+        .iter()
+        .map(|p| matches!(p.kind(), "default_parameter" | "typed_default_parameter"))
+        .collect()
+}
+
+/// The parameters of a `def` or `lambda` that bind a name, in order:
+/// plain, typed, with defaults, `*args` and `**kwargs` (not a bare `*` or
+/// `/`).
+fn counted_parameters(function: Node<'_>) -> Vec<Node<'_>> {
     let Some(parameters) = function.child_by_field_name("parameters") else {
         return Vec::new();
     };
-    let mut defaults = Vec::new();
     let mut cursor = parameters.walk();
-    for parameter in parameters.named_children(&mut cursor) {
-        match parameter.kind() {
-            "identifier"
-            | "typed_parameter"
-            | "list_splat_pattern"
-            | "dictionary_splat_pattern" => defaults.push(false),
-            "default_parameter" | "typed_default_parameter" => defaults.push(true),
-            _ => {}
-        }
-    }
-    defaults
+    parameters
+        .named_children(&mut cursor)
+        .filter(|p| {
+            matches!(
+                p.kind(),
+                "identifier"
+                    | "typed_parameter"
+                    | "list_splat_pattern"
+                    | "dictionary_splat_pattern"
+                    | "default_parameter"
+                    | "typed_default_parameter"
+            )
+        })
+        .collect()
 }
 
 /// The parameters (by their place among those [`parameter_defaults`]
@@ -395,33 +407,16 @@ pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
 /// what `m` names around it (a loop's module, in `for m in ...: def f(x,
 /// m=m)`).
 pub fn parameter_default_names(function: Node<'_>, text: &str) -> Vec<(usize, Box<str>)> {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
-        return Vec::new();
-    };
-    let mut names = Vec::new();
-    let mut index = 0;
-    let mut cursor = parameters.walk();
-    for parameter in parameters.named_children(&mut cursor) {
-        match parameter.kind() {
-            "identifier"
-            | "typed_parameter"
-            | "list_splat_pattern"
-            | "dictionary_splat_pattern" => {
-                index += 1;
-            }
-            "default_parameter" | "typed_default_parameter" => {
-                if let Some(value) = parameter
-                    .child_by_field_name("value")
-                    .filter(|v| v.kind() == "identifier")
-                {
-                    names.push((index, text_of(value, text).into()));
-                }
-                index += 1;
-            }
-            _ => {}
-        }
-    }
-    names
+    counted_parameters(function)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let value = p.child_by_field_name("value")?;
+            (matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+                && value.kind() == "identifier")
+                .then(|| (i, text_of(value, text).into()))
+        })
+        .collect()
 }
 
 /// For each parameter [`parameter_defaults`] counts, whether it collects
@@ -641,6 +636,32 @@ mod tests {
         preorder(root, |node| starts.push(node.start_byte()));
         assert!(starts.windows(2).all(|w| w[0] <= w[1]), "{starts:?}");
         assert_eq!(starts.len(), root.descendant_count());
+    }
+
+    /// A default that is a bare name is kept with its parameter's place,
+    /// counted as `parameter_names` counts (past `*args`, not past a bare
+    /// `*`); a literal, a call or an attribute is not.
+    #[test]
+    fn defaults_naming_a_value_around_are_kept_by_place() {
+        let text = "def f(a, b=c, *d, e: int = g, h=1, i=j.k, *, l=m, **n): pass\n";
+        let tree = crate::parse::parse(text).unwrap();
+        let def = tree.root_node().named_child(0).unwrap();
+        let names: Vec<(usize, String)> = parameter_default_names(def, text)
+            .into_iter()
+            .map(|(i, n)| (i, n.into()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (1, "c".to_owned()),
+                (3, "g".to_owned()),
+                (6, "m".to_owned())
+            ]
+        );
+        assert_eq!(
+            parameter_defaults(def),
+            [false, true, false, true, true, true, true, false]
+        );
     }
 
     /// `Qualnames` gives what walking up the tree gives, for every
