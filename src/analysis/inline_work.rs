@@ -86,18 +86,14 @@ impl ProjectIndex<'_> {
         {
             return;
         }
-        let how = match swapped {
-            true => "the forward of a class swapped in",
-            false => "installed as a forward",
+        let (how, installed_as) = match swapped {
+            true => ("swapped class", "the forward of a class swapped in"),
+            false => ("forward replacement", "installed as a forward"),
         };
         let why = Found {
-            how: if swapped {
-                "swapped class"
-            } else {
-                "forward replacement"
-            },
+            how,
             detail: format!(
-                "{how} at {}:{}, it does weight work in its own body: fenced, that module's forward runs eagerly",
+                "{installed_as} at {}:{}, it does weight work in its own body: fenced, that module's forward runs eagerly",
                 place.0.display(),
                 place.1
             ),

@@ -254,9 +254,7 @@ pub fn analyze_scanned<'t>(
     let line_starts: Vec<usize> = if discovered.is_empty() {
         Vec::new()
     } else {
-        std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
-            .collect()
+        line_starts(text)
     };
     for (line, column, why) in discovered {
         if let Some(def) = def_at(root, text, &line_starts, *line, *column) {
@@ -425,8 +423,16 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     }
 }
 
+/// The byte where each line of `text` starts, the first line's (0) first.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+        .collect()
+}
+
 /// The `def` (or `async def`) or `lambda` whose keyword stands at 1-based
-/// `line` and `column` (in characters).
+/// `line` and `column` (in characters), `line_starts` being the text's
+/// [`line_starts`].
 fn def_at<'t>(
     root: Node<'t>,
     text: &str,
@@ -617,9 +623,7 @@ mod tests {
         let text = "x = 1\r\ndef f():\r\n    pass\n\n\u{e9} = lambda: 0\ndef last(): pass";
         let tree = crate::parse::parse(text).unwrap();
         let root = tree.root_node();
-        let starts: Vec<usize> = std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
-            .collect();
+        let starts = line_starts(text);
         let at = |line, column| def_at(root, text, &starts, line, column).map(|n| n.start_byte());
         assert_eq!(at(2, 1), text.find("def f"));
         // Columns count characters: the lambda stands after a two-byte one.
