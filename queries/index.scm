@@ -45,6 +45,18 @@
   right: (_) @index.fwd_value
   (#eq? @index.fwd_attr "forward")) @index.fwd
 
+; `type(m).forward = f`, which tree-sitter-python reads as a type alias
+; statement (`type` is a soft keyword since Python 3.12); CPython reads an
+; assignment, since an alias needs a name after `type`. The target is the
+; parenthesized expression: `m`'s class (see `installs::target_as_written`).
+(type_alias_statement
+  left: (type
+    (attribute
+      object: (parenthesized_expression) @index.fwd_target
+      attribute: (identifier) @index.fwd_attr))
+  right: (type (_) @index.fwd_value)
+  (#eq? @index.fwd_attr "forward")) @index.fwd
+
 (call
   function: (identifier) @index.fwd_setattr
   arguments: (argument_list

@@ -84,6 +84,21 @@ pub(super) fn bound_by_no_definition(model: &SemanticModel, name: &str, at: usiz
         })
 }
 
+/// Whether `name`, looked up at `at`, can only be a parameter of the
+/// function it is looked up in (no assignment, loop or other binding in
+/// its body may have replaced it there).
+pub(super) fn only_a_parameter(model: &SemanticModel, name: &str, at: usize) -> bool {
+    use crate::analysis::scope::BindingKind;
+    let found = model.possible_bindings(name, model.scope_at(at), at);
+    !found.unknown
+        && !found.maybe_unbound
+        && !found.bindings.is_empty()
+        && found
+            .bindings
+            .iter()
+            .all(|id| model.binding(*id).kind == BindingKind::Parameter)
+}
+
 /// The scopes whose `def`s of `name` can be what a call at `at` means:
 /// each the start byte of the function whose body binds it, `None` for
 /// module level (see [`crate::analysis::function_facts::CallFact::def_scopes`]).

@@ -209,24 +209,28 @@ impl ProjectIndex<'_> {
                     // wrapper is bound to it (or put on the class); a
                     // function set on an instance gets the inputs alone.
                     let wrapper_fact = &wrapper_module.functions[wrapper];
-                    let roles = if read_as_bound(replacement, wrapper_fact) {
+                    let mut roles = if read_as_bound(replacement, wrapper_fact) {
                         crate::analysis::effects::judge::forward_roles(wrapper_fact)
                     } else {
-                        // `def f(x, m=m)`: a default naming the module the
-                        // forward is set on binds that module.
-                        let mut roles = vec![
+                        vec![
                             crate::analysis::effects::judge::Role::Activation;
                             wrapper_fact.parameters.len()
-                        ];
-                        for (i, name) in &wrapper_fact.default_names {
-                            if **name == *replacement.target
-                                && let Some(role) = roles.get_mut(*i)
-                            {
-                                *role = crate::analysis::effects::judge::Role::Module;
-                            }
-                        }
-                        roles
+                        ]
                     };
+                    // `def f(x, m=m)`: a default naming the module the
+                    // forward is set on (or whose class it is set on)
+                    // binds that module.
+                    let module_named = replacement
+                        .target
+                        .strip_suffix(".__class__")
+                        .unwrap_or(&replacement.target);
+                    for (i, name) in &wrapper_fact.default_names {
+                        if **name == *module_named
+                            && let Some(role) = roles.get_mut(*i)
+                        {
+                            *role = crate::analysis::effects::judge::Role::Module;
+                        }
+                    }
                     let installed = (Arc::clone(&wrapper_module), wrapper);
                     self.installed_inline_work(
                         &installed,

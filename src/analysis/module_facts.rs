@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
-use crate::analysis::bound::{as_bound_at, bound_by_no_definition, def_scopes, import_named_by};
+use crate::analysis::bound::{
+    as_bound_at, bound_by_no_definition, def_scopes, import_named_by, only_a_parameter,
+};
 use crate::analysis::effects::local::Context;
 pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
 use crate::analysis::function_facts::{function_fact, left_alone};
@@ -443,9 +445,34 @@ impl ModuleFacts {
                 .filter(|a| a.kind() != "keyword_argument")
                 .map(|a| text_of(a, text).to_owned());
             let at = call.start_byte();
+            let mut lookup_at = at;
+            // `def wrapped(*a, _pre=pre): _pre(*a)`: a parameter whose
+            // default is a bare name holds, where no argument is passed for
+            // it (a forward wrapper is called with the inputs alone), what
+            // that name meant where the `def` ran; that is looked up there.
+            let callee = match callee {
+                Callee::Name(name) => {
+                    let function = &facts.functions[owner];
+                    let default = function
+                        .default_names
+                        .iter()
+                        .find(|(i, _)| function.parameters.get(*i) == Some(&name))
+                        .map(|(_, default)| default.to_string())
+                        .filter(|default| *default != name)
+                        .filter(|_| only_a_parameter(scope_model(), &name, at));
+                    match default {
+                        Some(default) => {
+                            lookup_at = function.start.saturating_sub(1);
+                            Callee::Name(default)
+                        }
+                        None => Callee::Name(name),
+                    }
+                }
+                other => other,
+            };
             let not_the_import = import_named_by(&callee)
                 .filter(|name| facts.imports.contains_key(*name))
-                .is_some_and(|name| !scope_model().may_be_import(name, at));
+                .is_some_and(|name| !scope_model().may_be_import(name, lookup_at));
             // A bare name bound here by no `def`, class or import (a
             // parameter, a loop target, a local assignment): never a function
             // of that name elsewhere (and a replay loop's own variable is
@@ -457,7 +484,7 @@ impl ModuleFacts {
                         || !facts.star_imports.is_empty()
                         || function_names.contains(name.as_str()) =>
                 {
-                    bound_by_no_definition(scope_model(), name, at)
+                    bound_by_no_definition(scope_model(), name, lookup_at)
                 }
                 // `Fn.apply(...)` with `Fn` a parameter, not the class.
                 (
@@ -470,13 +497,13 @@ impl ModuleFacts {
                     && (facts.imports.contains_key(receiver)
                         || facts.classes.contains_key(receiver)) =>
                 {
-                    bound_by_no_definition(scope_model(), receiver, at)
+                    bound_by_no_definition(scope_model(), receiver, lookup_at)
                 }
                 _ => false,
             };
             let def_scopes = match (&callee, &through) {
                 (Callee::Name(name), None) if function_names.contains(name.as_str()) => {
-                    def_scopes(scope_model(), name, at)
+                    def_scopes(scope_model(), name, lookup_at)
                 }
                 _ => None,
             };
@@ -511,11 +538,12 @@ impl ModuleFacts {
             )
         };
         for (fwd, target, value) in replacements {
-            let bound = crate::analysis::installs::binds_module(text_of(target, text), value, text);
+            let target = crate::analysis::installs::target_as_written(target, text);
+            let bound = crate::analysis::installs::binds_module(&target, value, text);
             let value = installed(value, &facts.imports);
             facts.forward_replacements.push(ForwardReplacement {
                 line: fwd.start_position().row + 1,
-                target: text_of(target, text).to_owned(),
+                target,
                 value,
                 scope: owner_of(fwd),
                 bound,

@@ -18,7 +18,9 @@ impl ProjectIndex<'_> {
     pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
         let near_root = &near.import_root;
         let from_cwd = spelled_from_cwd(near);
-        let key = (near_root.clone(), from_cwd);
+        let first = name.split('.').next().unwrap_or(name);
+        let own = own_package_parent(&near.path, first, near_root.as_deref());
+        let key = (near_root.clone(), from_cwd, own.clone());
         let lock = || {
             self.module_files
                 .lock()
@@ -27,7 +29,7 @@ impl ProjectIndex<'_> {
         if let Some(known) = lock().get(&key).and_then(|names| names.get(name)) {
             return known.clone();
         }
-        let found = self.find_module_file(name, near_root, from_cwd);
+        let found = self.find_module_file(name, near_root, from_cwd, own.as_deref());
         lock()
             .entry(key)
             .or_default()
@@ -57,6 +59,7 @@ impl ProjectIndex<'_> {
         name: &str,
         near_root: &Option<PathBuf>,
         from_cwd: bool,
+        own: Option<&Path>,
     ) -> ModuleFile {
         let spell = |path: PathBuf| match from_cwd {
             true => from_working_directory(path),
@@ -74,7 +77,12 @@ impl ProjectIndex<'_> {
         };
         let relative: PathBuf = name.split('.').collect();
         let first = name.split('.').next().unwrap_or(name);
-        for root in self.search_roots(near_root, first).iter() {
+        let searched = self.search_roots(near_root, first);
+        // Last, the directory above the package the importing file lies in
+        // under that name: vendored code imports itself by its own name
+        // once its parent is put on `sys.path`.
+        let own = own.filter(|own| !searched.iter().any(|r| r == own));
+        for root in searched.iter().map(PathBuf::as_path).chain(own) {
             let package = spell(root.join(&relative).join("__init__.py"));
             let module = spell(root.join(&relative).with_extension("py"));
             if let Some(found) = indexed(true).filter(|m| m.path == package) {
@@ -142,6 +150,20 @@ impl ProjectIndex<'_> {
     }
 }
 
+/// The directory holding the package named `first` that the file at
+/// `path` lies in, below its import root (`.../ltx2` for
+/// `.../ltx2/ltx_core/block_streaming/wrapper.py` and `first` `ltx_core`):
+/// where code that puts that directory on `sys.path` (vendored packages)
+/// imports the package by its own name. The innermost such package.
+pub(super) fn own_package_parent(path: &Path, first: &str, root: Option<&Path>) -> Option<PathBuf> {
+    path.parent()?
+        .ancestors()
+        .take_while(|dir| Some(*dir) != root && !dir.as_os_str().is_empty())
+        .find(|dir| dir.file_name().is_some_and(|n| n == first))
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+}
+
 /// Whether the files `near` reaches through its absolute import root are
 /// spelled from the working directory: the walk spelled `near` relative
 /// to it (`weights.py`, run from inside `pkg`), so that what it imports is
@@ -170,5 +192,31 @@ pub(crate) fn from_working_directory(path: PathBuf) -> PathBuf {
             pathdiff::diff_paths(absolute, cwd).unwrap_or(path)
         }
         _ => path,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_package_parent;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_file_imports_the_package_it_lies_in_from_the_directory_above_it() {
+        let file = Path::new("repo/app/native/streaming/sub/wrapper.py");
+        let root = Some(Path::new("repo"));
+        assert_eq!(
+            own_package_parent(file, "streaming", root),
+            Some(PathBuf::from("repo/app/native"))
+        );
+        // The innermost package of that name.
+        assert_eq!(
+            own_package_parent(Path::new("repo/a/pkg/b/pkg/x.py"), "pkg", root),
+            Some(PathBuf::from("repo/a/pkg/b"))
+        );
+        // A name no package around the file has, or one only at or above
+        // the import root, is left to the usual search.
+        assert_eq!(own_package_parent(file, "torch", root), None);
+        assert_eq!(own_package_parent(file, "repo", root), None);
+        assert_eq!(own_package_parent(Path::new("x.py"), "x", None), None);
     }
 }

@@ -82,9 +82,11 @@ pub(super) type Dispatchers =
 
 /// For one module and keyword (`def`, `class`): the modules that may
 /// define each name.
-/// [`ProjectIndex::module_files`]' key: the import root, and whether the
-/// files found are spelled from the working directory.
-pub(super) type ModuleFilesKey = (Option<PathBuf>, bool);
+/// [`ProjectIndex::module_files`]' key: the import root, whether the
+/// files found are spelled from the working directory, and the directory
+/// that holds a package the importing file lies in under the name the
+/// import starts with (see `module_finder::own_package_parent`).
+pub(super) type ModuleFilesKey = (Option<PathBuf>, bool, Option<PathBuf>);
 
 pub(super) type NeighbourhoodWords = FastMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 
