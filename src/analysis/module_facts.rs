@@ -703,8 +703,12 @@ impl ModuleFacts {
                     class.methods.push(index);
                 }
                 for store in &function.local.self_stores {
-                    let entry = class.stores.entry(store.attr.to_string()).or_insert(true);
-                    *entry &= store.own;
+                    // The attribute's own value put back (moved, cast)
+                    // tells nothing of whose data it holds.
+                    if !store.again {
+                        let entry = class.stores.entry(store.attr.to_string()).or_insert(true);
+                        *entry &= store.own;
+                    }
                     let classes = class
                         .element_classes
                         .entry(store.attr.to_string())

@@ -83,10 +83,14 @@ impl<'t> Walker<'_, 't> {
         // A tensor made here but wrapped as module state
         // (`nn.Parameter(torch.ones(n))`) is the module's, not the object's
         // own data.
-        let own = vals.iter().all(|v| {
-            (v.is_fresh() && v.shape != Shape::Tensor)
-                || (is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str()))
-        }) && !vals.0.is_empty();
+        let again_of = |v: &crate::analysis::effects::value::Val| {
+            is_self(&v.root) && v.attr.as_deref() == Some(attr.as_str())
+        };
+        let own = vals
+            .iter()
+            .all(|v| (v.is_fresh() && v.shape != Shape::Tensor) || again_of(v))
+            && !vals.0.is_empty();
+        let again = !vals.0.is_empty() && vals.iter().all(again_of);
         let mut classes: Vec<Box<str>> = Vec::new();
         for val in vals.iter() {
             if let Some(class) = &val.class
@@ -98,6 +102,7 @@ impl<'t> Walker<'_, 't> {
         self.facts.self_stores.push(SelfStore {
             attr: attr.into(),
             own,
+            again,
             classes,
             vals: vals.clone(),
         });

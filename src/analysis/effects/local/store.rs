@@ -499,7 +499,15 @@ impl Walker<'_, '_> {
                     })
                 })
                 .and_then(|f| f.child_by_field_name("object"));
-            match moved {
+            // A wrapper of the moved copy (`nn.Parameter(w.to(d))`): what
+            // its first argument moves.
+            let wrapped = || {
+                current
+                    .child_by_field_name("arguments")
+                    .and_then(|a| a.named_child(0))
+                    .filter(|a| a.kind() == "call")
+            };
+            match moved.or_else(wrapped) {
                 Some(object) => current = object,
                 None => return self.root_spelling(node),
             }
