@@ -282,6 +282,25 @@ const BUILTIN_CLASSES: &[&str] = &[
     "FutureWarning",
 ];
 
+/// torch classes, by their full dotted path, that are no `nn.Module`.
+const TORCH_NON_MODULES: &[&str] = &[
+    "torch.autograd.Function",
+    "torch.autograd.function.Function",
+    "torch.autograd.function.InplaceFunction",
+    "torch.autograd.function.NestedIOFunction",
+    "torch.Tensor",
+    "torch.nn.Parameter",
+    "torch.nn.parameter.Parameter",
+    "torch.nn.parameter.Buffer",
+    "torch.nn.Buffer",
+    "torch.utils.data.Dataset",
+    "torch.utils.data.IterableDataset",
+    "torch.utils.data.Sampler",
+    "torch.utils.data.DataLoader",
+    "torch.optim.Optimizer",
+    "torch.optim.optimizer.Optimizer",
+];
+
 /// The answers known so far, by module file and class: `None` while a
 /// class is being asked (a cycle in the bases adds nothing).
 pub(crate) type ModuleClasses = HashMap<(std::path::PathBuf, String), Option<bool>>;
@@ -332,7 +351,11 @@ impl ProjectIndex<'_> {
             Some(full) => {
                 let top = full.split('.').next().unwrap_or(&full);
                 if top == "torch" {
-                    return true;
+                    // torch's classes that are no module: a custom autograd
+                    // Function (its `forward` runs through `.apply`, where
+                    // what it is handed tells whether it is weight work), a
+                    // tensor or parameter subclass, a dataset, an optimizer.
+                    return !TORCH_NON_MODULES.contains(&full.as_str());
                 }
                 if STDLIB.binary_search(&top).is_ok() && !self.in_project(&full, module) {
                     return false;

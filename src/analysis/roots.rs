@@ -367,13 +367,17 @@ impl ProjectIndex<'_> {
                         // the gradients' communication (an all-reduce of
                         // `grad_input` another Function's `backward`
                         // launched).
+                        // Nor is waiting on a handle a closure of the
+                        // callee captured (a collective's the callee ran
+                        // on what it was handed) unless it is kept on an
+                        // object.
                         mapped.effects.retain(|e| match &e.target {
                             Target::Param { index, attr, .. } => {
                                 e.kind != Kind::Wait
                                     || attr.is_some()
                                     || roles.get(*index as usize) != Some(&Role::ModuleLevel)
                             }
-                            Target::Captured { .. } => true,
+                            Target::Captured { attr, .. } => e.kind != Kind::Wait || attr.is_some(),
                             _ => false,
                         });
                     }
