@@ -25,28 +25,29 @@ pub struct ForwardReplacement {
 /// `type(m)` is `m`'s class, as `m.__class__` is (a forward set there
 /// replaces the forward of every instance of that class, bound to each).
 pub(crate) fn target_as_written(target: tree_sitter::Node<'_>, text: &str) -> String {
-    let as_written = crate::syntax::text_of(target, text);
-    if target.kind() == "call"
-        && target
-            .child_by_field_name("function")
-            .is_some_and(|f| crate::syntax::text_of(f, text) == "type")
-        && let Some(arguments) = target.child_by_field_name("arguments")
-        && arguments.named_child_count() == 1
-        && let Some(object) = arguments.named_child(0)
+    use crate::syntax::text_of;
+    // What holds `m`: the arguments of `type(m)`, or, as tree-sitter-python
+    // reads `type(m).forward = f` (a type alias statement, see
+    // `queries/index.scm`), the parentheses `(m)`.
+    let holder = match target.kind() {
+        "call"
+            if target
+                .child_by_field_name("function")
+                .is_some_and(|f| text_of(f, text) == "type") =>
+        {
+            target.child_by_field_name("arguments")
+        }
+        "parenthesized_expression" => Some(target),
+        _ => None,
+    };
+    if let Some(holder) = holder
+        && holder.named_child_count() == 1
+        && let Some(object) = holder.named_child(0)
         && matches!(object.kind(), "identifier" | "attribute")
     {
-        return format!("{}.__class__", crate::syntax::text_of(object, text));
+        return format!("{}.__class__", text_of(object, text));
     }
-    // `type(m).forward = f` as tree-sitter-python reads it: `(m)` under a
-    // type alias statement (`queries/index.scm`).
-    if target.kind() == "parenthesized_expression"
-        && let Some(inner) = target.named_child(0)
-        && target.named_child_count() == 1
-        && matches!(inner.kind(), "identifier" | "attribute")
-    {
-        return format!("{}.__class__", crate::syntax::text_of(inner, text));
-    }
-    as_written.to_owned()
+    text_of(target, text).to_owned()
 }
 
 /// Whether the value installed at `value` as `target`'s forward gets the
