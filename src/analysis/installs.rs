@@ -37,7 +37,14 @@ pub(crate) fn target_as_written(target: tree_sitter::Node<'_>, text: &str) -> St
         {
             target.child_by_field_name("arguments")
         }
-        "parenthesized_expression" => Some(target),
+        "parenthesized_expression"
+            if target
+                .parent()
+                .and_then(|attribute| attribute.parent())
+                .is_some_and(|parent| parent.kind() == "type") =>
+        {
+            Some(target)
+        }
         _ => None,
     };
     if let Some(holder) = holder
@@ -328,6 +335,39 @@ pub struct Registration {
 
 #[cfg(test)]
 mod tests {
+    /// `target_as_written` on the target of `statement`'s forward.
+    fn target_of(statement: &str) -> String {
+        let tree = crate::parse::parse(statement).expect("parses");
+        let mut found = None;
+        let mut stack = vec![tree.root_node()];
+        while let Some(node) = stack.pop() {
+            if node.kind() == "attribute"
+                && node
+                    .child_by_field_name("attribute")
+                    .is_some_and(|a| crate::syntax::text_of(a, statement) == "forward")
+            {
+                found = node.child_by_field_name("object");
+            }
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
+        }
+        super::target_as_written(found.expect("a forward set"), statement)
+    }
+
+    /// `type(m)` is `m`'s class however the parser reads the statement;
+    /// parentheses around a module in an ordinary assignment are the
+    /// module itself.
+    #[test]
+    fn a_forward_set_on_type_of_an_instance_is_set_on_its_class() {
+        assert_eq!(target_of("type(m).forward = f\n"), "m.__class__");
+        assert_eq!(
+            target_of("x = type(self.m).forward = f\n"),
+            "self.m.__class__"
+        );
+        assert_eq!(target_of("(m).forward = f\n"), "(m)");
+        assert_eq!(target_of("m.forward = f\n"), "m");
+    }
+
     /// `binds_module` on `target.forward = value`, as written.
     fn binds(target: &str, value: &str) -> bool {
         let text = format!("{target}.forward = {value}\n");
