@@ -120,6 +120,9 @@ pub struct Registrations {
     pub arguments: u32,
     /// Present when the registrar is a backward one.
     pub backward: u32,
+    /// Present when the registrar is a tensor or autograd one (its hook is
+    /// handed gradients, never the module).
+    pub tensor: u32,
 }
 
 impl Registrations {
@@ -128,6 +131,7 @@ impl Registrations {
             call: combined.capture("registration.call"),
             arguments: combined.capture("registration.arguments"),
             backward: combined.capture("registration.backward"),
+            tensor: combined.capture("registration.tensor"),
         }
     }
 }
@@ -446,7 +450,7 @@ mod tests {
         let parts: Vec<usize> = (0..combined.query.pattern_count())
             .map(|p| combined.part(p))
             .collect();
-        assert_eq!(parts, [0, 1, 2, 2]);
+        assert_eq!(parts, [0, 1, 2, 2, 2, 2]);
         // Every capture name belongs to exactly one part of each combined
         // query hookfence runs, so looking it up in the whole is unambiguous.
         let vocabulary = crate::analysis::vocabulary::Vocabulary::default();
@@ -541,6 +545,24 @@ mod tests {
         );
         assert_eq!(count(&registrations, "m.register_backward_hook(f)\n"), 0);
         assert_eq!(count(&registrations, "'m.register_forward_hook(f)'\n"), 0);
+        // Tensor and autograd hooks: one argument, or the multi-grad
+        // registrar's two; a registry's `register_hook(hook, name)` is none.
+        for tensor_hook in [
+            "t.register_hook(f)\n",
+            "acc.register_prehook(f)\n",
+            "p.register_post_accumulate_grad_hook(f)\n",
+            "Variable._execution_engine.queue_callback(f)\n",
+            "torch.autograd.graph.register_multi_grad_hook(ts, f)\n",
+            "register_multi_grad_hook(ts, f, mode='any')\n",
+        ] {
+            assert_eq!(count(&registrations, tensor_hook), 1, "{tensor_hook:?}");
+        }
+        assert_eq!(
+            count(&registrations, "registry.register_hook(h, name)\n"),
+            0
+        );
+        assert_eq!(count(&registrations, "register_hook(f)\n"), 0);
+        assert_eq!(count(&registrations, "t.register_hook()\n"), 0);
 
         assert_eq!(
             count(&imports, "import torch as th\nfrom a.b import c, d as e\n"),

@@ -143,6 +143,10 @@ pub struct Candidate {
     /// The backward registrar (`register_full_backward_hook`, ...) it is
     /// handed to, when every register call that takes it is a backward one.
     pub backward: Option<String>,
+    /// Whether every register call that takes it is a tensor or autograd
+    /// one (`t.register_hook(f)`): torch hands it gradients, never the
+    /// module (see [`crate::analysis::effects::judge::tensor_hook_roles`]).
+    pub tensor_hook: bool,
     /// Of an unfenced `def`, its decorators whose name an import binds:
     /// the callee as written and the decorator's text. One may be a fence
     /// another module of the project defines (see
@@ -162,17 +166,37 @@ impl Candidate {
     pub fn own_evidence(&self) -> Option<&crate::analysis::evidence::Sign> {
         self.signs.iter().find(|s| s.counts())
     }
+
+    /// Where torch calls it only as a tensor or autograd hook (no protocol
+    /// method, nothing found by use, every register call a tensor one):
+    /// the registrar, which tells what torch hands it (never the module).
+    pub fn autograd_registrar(&self) -> Option<&str> {
+        if !self.tensor_hook || self.owner.is_some() || self.discovered.is_some() {
+            return None;
+        }
+        self.backward.as_deref()
+    }
 }
 
 impl Candidate {
     /// A register call takes it: the first one is where it is registered,
-    /// and it stays a backward hook only while every one is backward.
-    pub(super) fn note_registration(&mut self, at: Position, backward: Option<String>) {
+    /// and it stays a backward hook only while every one is backward, a
+    /// tensor hook only while every one is a tensor one.
+    pub(super) fn note_registration(
+        &mut self,
+        at: Position,
+        backward: Option<String>,
+        tensor: bool,
+    ) {
         if self.registered_at.is_none() {
             self.registered_at = Some(at);
             self.backward = backward;
-        } else if backward.is_none() {
-            self.backward = None;
+            self.tensor_hook = tensor;
+        } else {
+            if backward.is_none() {
+                self.backward = None;
+            }
+            self.tensor_hook &= tensor;
         }
     }
 }

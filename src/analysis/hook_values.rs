@@ -13,17 +13,24 @@ use crate::syntax::strip_space;
 use crate::syntax::{class_bases, enclosing_class};
 use crate::syntax::{dotted_name, short, text_of};
 
+/// A register call the scan query matched: the call, its argument list,
+/// whether it registers a backward hook, and whether a tensor or autograd
+/// one (`t.register_hook(f)`, handed gradients).
+pub type RegisterCall<'t> = (Node<'t>, Node<'t>, bool, bool);
+
 /// The register call a match of `registrations.scm` captured: the call,
-/// its argument list, and whether its registrar is a backward one.
+/// its argument list, whether its registrar is a backward one, and whether
+/// it is a tensor or autograd one.
 pub(crate) fn register_call<'t>(
     registrations: &crate::queries::Registrations,
     captures: &[tree_sitter::QueryCapture<'t>],
-) -> Option<(Node<'t>, Node<'t>, bool)> {
+) -> Option<RegisterCall<'t>> {
     use crate::syntax::capture;
     Some((
         capture(captures, registrations.call)?,
         capture(captures, registrations.arguments)?,
         capture(captures, registrations.backward).is_some(),
+        capture(captures, registrations.tensor).is_some(),
     ))
 }
 

@@ -149,7 +149,7 @@ pub fn analyze_scanned<'t>(
     }
     fullgraph.sort();
     hook_methods.sort_by_key(|(_, def)| def.start_byte());
-    registrations.sort_by_key(|(call, _, _)| call.start_byte());
+    registrations.sort_by_key(|(call, _, _, _)| call.start_byte());
     let register_calls = registrations.clone();
 
     let import_at = import_insertion_point(root, text);
@@ -195,10 +195,15 @@ pub fn analyze_scanned<'t>(
         candidates.insert(def.start_byte(), candidate);
     }
 
-    for (call, arguments, backward) in registrations {
+    for (call, arguments, backward, tensor) in registrations {
         let at = position(call, text);
         let (method, hook) = registrar_and_hook(call, arguments, text, vocabulary);
+        // A tensor hook that cannot be followed is not reported: it is no
+        // module hook, and what it is handed is gradients.
         let Some(hook) = hook else {
+            if tensor {
+                continue;
+            }
             unresolved.push(Unresolved {
                 at,
                 what: "hook passed in a form hookfence cannot follow (`*args` or `**kwargs`)"
@@ -213,13 +218,13 @@ pub fn analyze_scanned<'t>(
                     let entry = candidates
                         .entry(def.start_byte())
                         .or_insert_with(|| def_candidate(&ctx, def));
-                    entry.note_registration(at, backward.clone());
+                    entry.note_registration(at, backward.clone(), tensor);
                 }
                 Resolved::Lambda(lambda) => {
                     let entry = candidates
                         .entry(lambda.start_byte())
                         .or_insert_with(|| lambda_candidate(&ctx, lambda, FenceState::Unfenced));
-                    entry.note_registration(at, backward.clone());
+                    entry.note_registration(at, backward.clone(), tensor);
                 }
                 Resolved::FencedInPlace(expression, callee) => {
                     let fence = FenceState::Fenced {
@@ -239,11 +244,12 @@ pub fn analyze_scanned<'t>(
                         }
                         None => strip_space(text_of(expression, text)),
                     };
-                    candidate.note_registration(at, backward.clone());
+                    candidate.note_registration(at, backward.clone(), tensor);
                     candidates
                         .entry(expression.start_byte())
                         .or_insert(candidate);
                 }
+                Resolved::Unresolved(_) if tensor => {}
                 Resolved::Unresolved(what) => unresolved.push(Unresolved { at, what }),
             }
         }
@@ -392,6 +398,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         discovered: None,
         trivial: crate::syntax::does_nothing(def, text),
         backward: None,
+        tensor_hook: false,
         imported_decorators: if fence == FenceState::Unfenced {
             decorators
                 .iter()
@@ -510,6 +517,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         discovered: None,
         trivial: false,
         backward: None,
+        tensor_hook: false,
         imported_decorators: Vec::new(),
         fence,
         target: Target::Lambda {

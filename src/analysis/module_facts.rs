@@ -17,8 +17,8 @@ use crate::analysis::bound::{
 use crate::analysis::effects::local::Context;
 pub use crate::analysis::function_facts::{CallFact, Callee, FunctionFact};
 use crate::analysis::function_facts::{function_fact, left_alone};
-pub use crate::analysis::hook_values::Value;
 use crate::analysis::hook_values::value_of;
+pub use crate::analysis::hook_values::{RegisterCall, Value};
 use crate::analysis::module_names::{absolute, module_name, package_of};
 use crate::analysis::reached::{Through, registrar_of_table};
 use crate::analysis::scope::SemanticModel;
@@ -95,10 +95,6 @@ pub struct ModuleFacts {
     /// The functions defined directly in each function, by its start byte.
     by_outer: HashMap<usize, Vec<usize>>,
 }
-
-/// A register call the scan query matched: the call, its argument list, and
-/// whether it registers a backward hook.
-pub type RegisterCall<'t> = (Node<'t>, Node<'t>, bool);
 
 impl ModuleFacts {
     /// Indexes one parsed module.
@@ -645,7 +641,7 @@ impl ModuleFacts {
                 &scanned
             }
         };
-        for &(call, arguments, backward) in register_calls {
+        for &(call, arguments, backward, _) in register_calls {
             // Backward hooks are listed, never fenced (see
             // `verdict::BACKWARD_NOT_FENCED`): one the matcher cannot
             // follow is resolved here as a backward hook, never a forward

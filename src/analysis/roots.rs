@@ -272,7 +272,9 @@ impl ProjectIndex<'_> {
             let caller = self.caller(&at);
             frames.insert((at.0.path.clone(), function.start), roles.clone());
             for (i, call) in function.calls.iter().enumerate() {
-                if matches!(call.through, Some(Through::Replayed { .. })) {
+                if matches!(call.through, Some(Through::Replayed { .. }))
+                    || handed_for_backward(&at.0, call)
+                {
                     continue;
                 }
                 // `checkpoint(fn, *args)` runs `fn` now: compute whose own
@@ -734,6 +736,21 @@ fn parameter_classes(module: &ModuleFacts) -> HashSet<&str> {
             .map(|(name, class)| (name.as_str(), class.bases.as_slice())),
         &["Parameter"],
     )
+}
+
+/// Whether `call` hands a function to a tensor or autograd registrar
+/// registered here (`out.register_hook(f)`, `queue_callback(f)`): it runs
+/// at backward time, a backward hook its registration lists, never a step
+/// of the forward that hands it over.
+fn handed_for_backward(module: &ModuleFacts, call: &CallFact) -> bool {
+    let Some(Through::HandedTo(to)) = &call.through else {
+        return false;
+    };
+    let registrar = to.rsplit('.').next().unwrap_or(to);
+    module
+        .registrations
+        .iter()
+        .any(|r| r.backward && r.line == call.line && r.registrar == registrar)
 }
 
 #[cfg(test)]

@@ -192,7 +192,9 @@ fn splice(scm: &str, capture: &str, extra: &[String]) -> String {
 
 impl Vocabulary {
     pub fn new(settings: &config::Settings) -> Vocabulary {
-        let mut registrar_positions = HashMap::new();
+        // `torch.autograd.graph.register_multi_grad_hook(tensors, fn)`
+        // takes its hook second (`queries/registrations.scm`).
+        let mut registrar_positions = HashMap::from([("register_multi_grad_hook".to_owned(), 1)]);
         let mut registrar_names = Vec::new();
         for registrar in &settings.registrars {
             let (name, index) = registrar.split_once(':').unwrap_or((registrar, "0"));

@@ -26,7 +26,10 @@ pub(crate) fn finish(
     tree: Option<&tree_sitter::Tree>,
 ) -> Result<FileReport, FileError> {
     let judge = |c: &file_facts::Candidate| {
-        project.and_then(|p| p.judge_hook(&path, c.at.line, c.at.column))
+        project.and_then(|p| match c.autograd_registrar() {
+            Some(registrar) => p.judge_tensor_hook(&path, c.at.line, c.at.column, registrar),
+            None => p.judge_hook(&path, c.at.line, c.at.column),
+        })
     };
     let mut candidates = std::mem::take(&mut facts.candidates);
     // A decorator another module of the project defines as a fence fences

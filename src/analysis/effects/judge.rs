@@ -150,6 +150,91 @@ pub fn judge(summary: &Summary, module: &ModuleFacts, hook: &FunctionFact) -> Ju
     judge_with(summary, module, hook, &roles)
 }
 
+/// What torch hands a hook registered with the tensor or autograd
+/// registrar `registrar`: nothing to the engine's `queue_callback`, the
+/// parameter itself (module state) to `register_post_accumulate_grad_hook`,
+/// a gradient (or a sequence of them) to the others.
+fn handed_by(registrar: &str) -> &'static [Role] {
+    match registrar {
+        "queue_callback" => &[],
+        "register_post_accumulate_grad_hook" => &[Role::State],
+        _ => &[Role::Activation],
+    }
+}
+
+/// Roles in a hook registered with the tensor or autograd registrar
+/// `registrar` (`t.register_hook(f)`, `queue_callback(f)`), never handed
+/// the module: the last of its plain positional parameters take what
+/// torch hands (see [`handed_by`]; with a `*args` that may land there
+/// instead, read as an activation). The ones before are bound where it is
+/// registered (`partial(release, module)`), read as a hook's are by
+/// their names. `self` is the hook object; a parameter with a default
+/// value is context.
+pub fn tensor_hook_roles(hook: &FunctionFact, registrar: &str) -> Vec<Role> {
+    let method = hook.is_method && !hook.static_method;
+    let splat = |i: usize| hook.splats.get(i).copied().unwrap_or(false);
+    let defaulted = |i: usize| hook.defaulted.get(i).copied().unwrap_or(false);
+    let skip = usize::from(method && !hook.parameters.is_empty());
+    let plain: Vec<usize> = (skip..hook.parameters.len())
+        .filter(|&i| !splat(i) && !defaulted(i))
+        .collect();
+    let handed = handed_by(registrar);
+    let torch_hands = if (skip..hook.parameters.len()).any(splat) {
+        0
+    } else {
+        handed.len().min(plain.len())
+    };
+    let (bound, from_torch) = plain.split_at(plain.len() - torch_hands);
+    let bound_names: Vec<String> = bound.iter().map(|&i| hook.parameters[i].clone()).collect();
+    let bound_roles = roles(&bound_names, false);
+    (0..hook.parameters.len())
+        .map(|i| {
+            if i < skip {
+                Role::SelfObject
+            } else if let Some(at) = bound.iter().position(|&b| b == i) {
+                bound_roles[at]
+            } else if let Some(at) = from_torch.iter().position(|&t| t == i) {
+                handed[handed.len() - from_torch.len() + at]
+            } else if splat(i) {
+                Role::Activation
+            } else {
+                Role::Context
+            }
+        })
+        .collect()
+}
+
+/// A tensor or autograd hook's ordering of streams, syncs and waits are
+/// no weight work by themselves: what they order may be the gradients it
+/// is handed (a gradient reduction's wait). Its evidence is the best
+/// counted effect that acts on module state otherwise; the rest become
+/// discounts.
+fn ordering_alone_is_no_weight_work(summary: &Summary, module: &ModuleFacts, judged: &mut Judged) {
+    let (ordering, kept): (Vec<usize>, Vec<usize>) = judged
+        .counted
+        .iter()
+        .partition(|&&i| summary.effects[i].kind.orders_or_waits());
+    for i in ordering {
+        let effect = &summary.effects[i];
+        push_discount(
+            &mut judged.discounted,
+            format!(
+                "{}: {} (a tensor hook's ordering or wait: what it orders may be the gradients)",
+                discount_place(effect, module),
+                effect.detail
+            ),
+        );
+    }
+    let evidence_kept = judged
+        .evidence
+        .as_ref()
+        .is_some_and(|e| !e.kind.orders_or_waits());
+    if !evidence_kept {
+        judged.evidence = kept.first().map(|&i| summary.effects[i].clone());
+    }
+    judged.counted = kept;
+}
+
 /// Roles where a forward runs: `self` (or a forward wrapper's first
 /// parameter, the module it is bound to) is the module; everything it is
 /// handed is an activation.
@@ -479,7 +564,20 @@ impl crate::analysis::project::ProjectIndex<'_> {
     /// when the project does not hold it.
     pub fn judge_hook(&self, path: &std::path::Path, line: usize, column: usize) -> Option<Judged> {
         let module = self.module(path)?;
-        self.judge_function(module, line, column)
+        self.judge_function(module, line, column, None)
+    }
+
+    /// [`ProjectIndex::judge_hook`] of a hook registered with the tensor or
+    /// autograd registrar `registrar` (see [`tensor_hook_roles`]).
+    pub fn judge_tensor_hook(
+        &self,
+        path: &std::path::Path,
+        line: usize,
+        column: usize,
+        registrar: &str,
+    ) -> Option<Judged> {
+        let module = self.module(path)?;
+        self.judge_function(module, line, column, Some(registrar))
     }
 
     /// The lines where the function at `line:column` of `path` calls, in
@@ -516,12 +614,22 @@ impl crate::analysis::project::ProjectIndex<'_> {
         module: std::sync::Arc<ModuleFacts>,
         line: usize,
         column: usize,
+        tensor_hook: Option<&str>,
     ) -> Option<Judged> {
         let function = module.function_at(line, column)?;
         let summary = self.summary(&(std::sync::Arc::clone(&module), function));
-        let mut judged = judge(&summary, &module, &module.functions[function]);
+        let fact = &module.functions[function];
+        let mut judged = match tensor_hook {
+            Some(registrar) => {
+                judge_with(&summary, &module, fact, &tensor_hook_roles(fact, registrar))
+            }
+            None => judge(&summary, &module, fact),
+        };
         self.released_copies(&module, function, &summary, &mut judged);
         self.awaited_jobs(&module, function, &summary, &mut judged);
+        if tensor_hook.is_some() {
+            ordering_alone_is_no_weight_work(&summary, &module, &mut judged);
+        }
         // A step of a forward is judged in the forward's terms: its caller
         // binds its parameters, so what each is (a weight, an activation)
         // is known there. Its own judge reads its parameters as torch hands
@@ -623,8 +731,13 @@ impl crate::analysis::project::ProjectIndex<'_> {
                     return None;
                 }
                 None => {
-                    self.judge_function(std::sync::Arc::clone(&module), entry.line, entry.column)?
-                        .evidence?;
+                    self.judge_function(
+                        std::sync::Arc::clone(&module),
+                        entry.line,
+                        entry.column,
+                        None,
+                    )?
+                    .evidence?;
                     "fenced by this run".to_owned()
                 }
             };
