@@ -267,28 +267,43 @@ pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
     let Some(parameters) = function.child_by_field_name("parameters") else {
         return Vec::new();
     };
-    let mut names = Vec::new();
     let mut cursor = parameters.walk();
-    for parameter in parameters.named_children(&mut cursor) {
-        let name = match parameter.kind() {
-            "identifier" => Some(parameter),
-            "default_parameter" | "typed_default_parameter" => {
-                parameter.child_by_field_name("name")
-            }
-            "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
-                parameter.named_child(0)
-            }
-            _ => None,
-        };
-        let name = name.and_then(|n| match n.kind() {
-            "identifier" => Some(n),
-            _ => n.named_child(0).filter(|c| c.kind() == "identifier"),
-        });
-        if let Some(name) = name {
-            names.push(text_of(name, text).to_owned());
+    parameters
+        .named_children(&mut cursor)
+        .filter_map(parameter_name)
+        .map(|name| text_of(name, text).to_owned())
+        .collect()
+}
+
+/// The name a parameter node binds, where it binds one.
+fn parameter_name(parameter: Node<'_>) -> Option<Node<'_>> {
+    let name = match parameter.kind() {
+        "identifier" => Some(parameter),
+        "default_parameter" | "typed_default_parameter" => parameter.child_by_field_name("name"),
+        "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
+            parameter.named_child(0)
         }
+        _ => None,
+    };
+    name.and_then(|n| match n.kind() {
+        "identifier" => Some(n),
+        _ => n.named_child(0).filter(|c| c.kind() == "identifier"),
+    })
+}
+
+/// Where a bare `*` stands among a `def`'s parameters: how many of
+/// [`parameter_names`] come before it (those after are keyword-only).
+pub fn keyword_only_from(function: Node<'_>) -> Option<usize> {
+    let parameters = function.child_by_field_name("parameters")?;
+    let mut cursor = parameters.walk();
+    let mut before = 0;
+    for parameter in parameters.named_children(&mut cursor) {
+        if parameter.kind() == "keyword_separator" {
+            return Some(before);
+        }
+        before += usize::from(parameter_name(parameter).is_some());
     }
-    names
+    None
 }
 
 /// For each name [`parameter_names`] gives, the class its annotation names,
@@ -439,17 +454,6 @@ pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {
         }
     }
     splats
-}
-
-/// Whether a function has keyword-only parameters after a bare `*`.
-pub fn has_keyword_only(function: Node<'_>) -> bool {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
-        return false;
-    };
-    let mut cursor = parameters.walk();
-    parameters
-        .named_children(&mut cursor)
-        .any(|p| p.kind() == "keyword_separator")
 }
 
 /// Whether a `def`'s body only passes, holds a docstring or `...`, raises

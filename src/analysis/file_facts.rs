@@ -143,6 +143,10 @@ pub struct Candidate {
     /// The backward registrar (`register_full_backward_hook`, ...) it is
     /// handed to, when every register call that takes it is a backward one.
     pub backward: Option<String>,
+    /// The backward or tensor registrar of the register call where it is
+    /// registered first (`registered_at`), if that one is such; said in
+    /// its reasons even where a forward finding makes it a forward hook.
+    pub registered_with: Option<String>,
     /// Whether every register call that takes it is a tensor or autograd
     /// one (`t.register_hook(f)`): torch hands it gradients, never the
     /// module (see [`crate::analysis::effects::judge::tensor_hook_roles`]).
@@ -179,9 +183,10 @@ impl Candidate {
 }
 
 impl Candidate {
-    /// A register call takes it: the first one is where it is registered,
-    /// and it stays a backward hook only while every one is backward, a
-    /// tensor hook only while every one is a tensor one.
+    /// A register call takes it: the first one is where it is registered
+    /// (the first forward one, where there is one), and it stays a backward
+    /// hook only while every one is backward, a tensor hook only while
+    /// every one is a tensor one.
     pub(super) fn note_registration(
         &mut self,
         at: Position,
@@ -190,11 +195,18 @@ impl Candidate {
     ) {
         if self.registered_at.is_none() {
             self.registered_at = Some(at);
+            self.registered_with.clone_from(&backward);
             self.backward = backward;
             self.tensor_hook = tensor;
         } else {
             if backward.is_none() {
                 self.backward = None;
+                // The first forward registration is where it is said to
+                // be registered: a forward hook.
+                if self.registered_with.is_some() {
+                    self.registered_at = Some(at);
+                    self.registered_with = None;
+                }
             }
             self.tensor_hook &= tensor;
         }

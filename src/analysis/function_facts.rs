@@ -114,8 +114,9 @@ pub struct FunctionFact {
     /// For each parameter, whether it collects the arguments left
     /// (`*args`, `**kwargs`).
     pub splats: Vec<bool>,
-    /// Whether keyword-only parameters follow a bare `*`.
-    pub keyword_only: bool,
+    /// Where keyword-only parameters follow a bare `*`: how many
+    /// parameters come before it.
+    pub keyword_only: Option<usize>,
     /// What its `return` statements hand back.
     pub returns: Vec<Value>,
     /// Names it binds to an original forward (`old = m.forward`).
@@ -191,7 +192,7 @@ pub(crate) fn function_fact(
         defaulted: crate::syntax::parameter_defaults(def),
         default_names: crate::syntax::parameter_default_names(def, text),
         splats: crate::syntax::parameter_splats(def),
-        keyword_only: crate::syntax::has_keyword_only(def),
+        keyword_only: crate::syntax::keyword_only_from(def),
         returns: Vec::new(),
         saved_forwards: Vec::new(),
         assigned: Vec::new(),

@@ -58,7 +58,7 @@ pub fn registrar_and_hook<'t, 'a>(
     (registrar, hook_argument(arguments, text, position))
 }
 
-/// The hook a register call receives: `hook=`, else its positional argument
+/// The hook a register call receives: `hook=` (or `fn=`), else its positional argument
 /// number `position` (0 for torch's registrars). `None` when a splat comes
 /// first, hiding which argument it is.
 pub fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Option<Node<'t>> {
@@ -69,7 +69,8 @@ pub fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Op
         match argument.kind() {
             "keyword_argument" => {
                 let name = argument.child_by_field_name("name")?;
-                if text_of(name, text) == "hook" {
+                // `fn=`: `register_multi_grad_hook(ts, fn=f)`.
+                if matches!(text_of(name, text), "hook" | "fn") {
                     return argument.child_by_field_name("value");
                 }
             }

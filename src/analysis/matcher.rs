@@ -272,9 +272,26 @@ pub fn analyze_scanned<'t>(
                 }
             });
             // Found only through a backward registration: listed as a
-            // backward hook, unless registered for forward as well.
-            if entry.registered_at.is_none() && entry.discovered.is_none() {
-                entry.backward.clone_from(&why.backward);
+            // backward hook, unless registered for forward as well. Found
+            // for forward (a step of a forward, by use, registered for
+            // forward in another file), it runs in the traced forward: a
+            // forward hook, whatever backward or tensor registration takes
+            // it too.
+            match &why.backward {
+                None => {
+                    entry.backward = None;
+                    if entry
+                        .discovered
+                        .as_ref()
+                        .is_some_and(|d| d.backward.is_some())
+                    {
+                        entry.discovered = Some(why.clone());
+                    }
+                }
+                Some(_) if entry.registered_at.is_none() && entry.discovered.is_none() => {
+                    entry.backward.clone_from(&why.backward);
+                }
+                Some(_) => {}
             }
             entry.discovered.get_or_insert_with(|| why.clone());
         }
@@ -398,6 +415,7 @@ fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
         discovered: None,
         trivial: crate::syntax::does_nothing(def, text),
         backward: None,
+        registered_with: None,
         tensor_hook: false,
         imported_decorators: if fence == FenceState::Unfenced {
             decorators
@@ -517,6 +535,7 @@ fn lambda_candidate<'t>(ctx: &FileContext<'t>, lambda: Node<'t>, fence: FenceSta
         discovered: None,
         trivial: false,
         backward: None,
+        registered_with: None,
         tensor_hook: false,
         imported_decorators: Vec::new(),
         fence,

@@ -332,7 +332,7 @@ pub fn decide(
             ..by_use.clone()
         });
     }
-    match (candidate.registered_at, &candidate.backward) {
+    match (candidate.registered_at, &candidate.registered_with) {
         (Some(at), Some(registrar)) => found.push(here(
             "registration",
             format!(
@@ -349,8 +349,14 @@ pub fn decide(
         )),
         (None, _) => {}
     }
+    // A registration found again by the project (the same call) is said
+    // once; one in another file is said too.
     if let Some(by_use) = &candidate.discovered
-        && !(candidate.registered_at.is_some() && by_use.how == "registration")
+        && !(by_use.how == "registration"
+            && by_use.path == path
+            && candidate
+                .registered_at
+                .is_some_and(|at| at.line == by_use.line))
     {
         found.push(by_use.clone());
     }

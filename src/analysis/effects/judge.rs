@@ -175,7 +175,10 @@ pub fn tensor_hook_roles(hook: &FunctionFact, registrar: &str) -> Vec<Role> {
     let splat = |i: usize| hook.splats.get(i).copied().unwrap_or(false);
     let defaulted = |i: usize| hook.defaulted.get(i).copied().unwrap_or(false);
     let skip = usize::from(method && !hook.parameters.is_empty());
-    let plain: Vec<usize> = (skip..hook.parameters.len())
+    // Torch passes by position only: a keyword-only parameter is bound
+    // where it is registered (`partial(release, module=m)`).
+    let positional = hook.keyword_only.unwrap_or(hook.parameters.len());
+    let plain: Vec<usize> = (skip..positional.max(skip))
         .filter(|&i| !splat(i) && !defaulted(i))
         .collect();
     let handed = handed_by(registrar);
@@ -193,6 +196,10 @@ pub fn tensor_hook_roles(hook: &FunctionFact, registrar: &str) -> Vec<Role> {
                 Role::SelfObject
             } else if let Some(at) = bound.iter().position(|&b| b == i) {
                 bound_roles[at]
+            } else if i >= positional && !splat(i) && !defaulted(i) {
+                // Keyword-only, bound where it is registered: read by its
+                // name as a bound parameter is.
+                roles(std::slice::from_ref(&hook.parameters[i]), false)[0]
             } else if let Some(at) = from_torch.iter().position(|&t| t == i) {
                 handed[handed.len() - from_torch.len() + at]
             } else if splat(i) {

@@ -438,7 +438,7 @@ fn right_aligned<'v>(
     if after == 0
         || callee.splats.iter().any(|&s| s)
         || callee.defaulted.iter().any(|&d| d)
-        || callee.keyword_only
+        || callee.keyword_only.is_some()
         || param >= count
         || param + after < count
     {
