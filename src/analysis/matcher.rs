@@ -19,7 +19,7 @@ use crate::analysis::file_facts::{
     Candidate, ClassFact, FenceAt, FenceState, FencedBy, FileFacts, Owner, Target, Unresolved,
 };
 use crate::analysis::hook_values::{Resolved, registrar_and_hook, resolve_hook};
-use crate::analysis::scope::SemanticModel;
+use crate::analysis::scope::{BindingKind, SemanticModel};
 use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
 use crate::queries::QUERIES;
@@ -198,6 +198,17 @@ pub fn analyze_scanned<'t>(
     for (call, arguments, backward, tensor) in registrations {
         let at = position(call, text);
         let (method, hook) = registrar_and_hook(call, arguments, text, vocabulary);
+        // A one-argument `x.register_hook(f)` where the file defines a
+        // function of that name itself (a registry of its own) is no
+        // tensor hook.
+        if tensor
+            && ctx
+                .model
+                .all_bindings_of(method)
+                .any(|b| matches!(b.kind, BindingKind::Def))
+        {
+            continue;
+        }
         // A tensor hook that cannot be followed is not reported: it is no
         // module hook, and what it is handed is gradients.
         let Some(hook) = hook else {

@@ -185,14 +185,6 @@ impl<'v> ProjectIndex<'v> {
         ));
     }
 
-    /// Whether the module at `path` defines a function or method named
-    /// `name` with `def`: a call of that name there may be its own
-    /// (`registry.register_hook(fn)`), not torch's.
-    pub fn module_defines(&self, path: &Path, name: &str) -> bool {
-        self.module(path)
-            .is_some_and(|module| module.functions.iter().any(|f| f.name == name))
-    }
-
     pub fn module(&self, path: &Path) -> Option<Arc<ModuleFacts>> {
         self.by_path
             .get(path)

@@ -51,15 +51,6 @@ pub(crate) fn finish(
             }
         }
     }
-    // A hook only a one-argument `x.register_hook(f)` takes, where the
-    // file defines a function of that name itself (a registry of its own),
-    // is no tensor hook: not listed.
-    if let Some(project) = project {
-        candidates.retain(|c| {
-            c.autograd_registrar()
-                .is_none_or(|registrar| !project.module_defines(&path, registrar))
-        });
-    }
     let mut sites: Vec<HookSite> = candidates
         .into_iter()
         .filter_map(|c| {
