@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::analysis::FastMap;
 use crate::analysis::module_facts::ModuleFacts;
 use crate::analysis::project::{ModuleFile, ProjectIndex};
 
@@ -16,6 +17,35 @@ impl ProjectIndex<'_> {
     /// The module with dotted name `name` if it is indexed, else the file
     /// that holds it.
     pub(super) fn module_file(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
+        // Asked for every import of every module a chain passes: answered
+        // by the asking module's facts (their address, checked against
+        // their path) before its key below is built.
+        let address = std::ptr::from_ref(near) as usize;
+        let by_near = || {
+            self.module_files_near
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((path, names)) = by_near().get(&address)
+            && *path == near.path
+            && let Some(known) = names.get(name)
+        {
+            return known.clone();
+        }
+        let found = self.module_file_by_root(name, near);
+        let mut by_near = by_near();
+        let entry = by_near
+            .entry(address)
+            .or_insert_with(|| (near.path.clone(), FastMap::default()));
+        if entry.0 != near.path {
+            *entry = (near.path.clone(), FastMap::default());
+        }
+        entry.1.insert(name.into(), found.clone());
+        found
+    }
+
+    /// [`ProjectIndex::module_file`], answered by import root.
+    fn module_file_by_root(&self, name: &str, near: &ModuleFacts) -> ModuleFile {
         let near_root = &near.import_root;
         let from_cwd = spelled_from_cwd(near);
         let first = name.split('.').next().unwrap_or(name);

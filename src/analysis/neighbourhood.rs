@@ -35,14 +35,19 @@ impl ProjectIndex<'_> {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
+        // By the module's facts (their address; the entry holds them).
+        let address = Arc::as_ptr(module) as usize;
         if let Some(known) = lock()
-            .get(module.path.as_path())
-            .and_then(|words| words[slot].get(word))
+            .get(&address)
+            .and_then(|(_, words)| words[slot].get(word))
         {
             return known.clone();
         }
         let found: Arc<[Arc<ModuleFacts>]> = self.find_neighbourhood(module, keyword, word).into();
-        lock().entry(module.path.clone()).or_default()[slot]
+        lock()
+            .entry(address)
+            .or_insert_with(|| (Arc::clone(module), Default::default()))
+            .1[slot]
             .entry(word.into())
             .or_insert(found)
             .clone()
@@ -81,7 +86,8 @@ impl ProjectIndex<'_> {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
-        if let Some(known) = lock().get(module.path.as_path()) {
+        let address = Arc::as_ptr(module) as usize;
+        if let Some((_, known)) = lock().get(&address) {
             return Arc::clone(known);
         }
         let mut paths: Vec<&String> = module
@@ -100,7 +106,12 @@ impl ProjectIndex<'_> {
                 })
             })
             .collect();
-        Arc::clone(lock().entry(module.path.clone()).or_insert(targets))
+        Arc::clone(
+            &lock()
+                .entry(address)
+                .or_insert_with(|| (Arc::clone(module), targets))
+                .1,
+        )
     }
 
     /// Whether the file at `path` may define `word` with `keyword`: its

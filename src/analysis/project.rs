@@ -45,15 +45,20 @@ pub struct ProjectIndex<'v> {
     pub(super) defined: Mutex<FastMap<PathBuf, [Option<DefinedWords>; 2]>>,
     /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
     /// name: asked for every call of a method on a value of unknown type.
-    pub(super) neighbourhoods: Mutex<FastMap<PathBuf, [NeighbourhoodWords; 2]>>,
-    /// [`ProjectIndex::imported`]'s answers, by module.
-    pub(super) imported: Mutex<FastMap<PathBuf, Imported>>,
+    /// Keyed by the module's facts (their address; the entry holds them).
+    pub(super) neighbourhoods: Mutex<FastMap<usize, (Arc<ModuleFacts>, [NeighbourhoodWords; 2])>>,
+    /// [`ProjectIndex::imported`]'s answers, by the module's facts (their
+    /// address; the entry holds them).
+    pub(super) imported: Mutex<FastMap<usize, (Arc<ModuleFacts>, Imported)>>,
     /// [`ProjectIndex::module_file`]'s answers, by dotted name and the
     /// import root of the module asking: asked for every import of every
     /// module a chain passes, and each answer costs file-system look-ups.
     /// Keyed by the import root and whether the file found is spelled
     /// from the working directory (see `module_finder`).
     pub(super) module_files: Mutex<FastMap<ModuleFilesKey, FastMap<String, ModuleFile>>>,
+    /// [`ProjectIndex::module_file`]'s answers, by the asking module's
+    /// facts (their address, with their path to check it) and dotted name.
+    pub(super) module_files_near: Mutex<FastMap<usize, (PathBuf, FastMap<Box<str>, ModuleFile>)>>,
     /// [`ProjectIndex::search_roots`]'s answers, by import root and the
     /// first part of the dotted name.
     pub(super) search_roots: Mutex<FastMap<Option<PathBuf>, SearchRoots>>,
@@ -148,6 +153,7 @@ impl<'v> ProjectIndex<'v> {
             neighbourhoods: Mutex::default(),
             imported: Mutex::default(),
             module_files: Mutex::default(),
+            module_files_near: Mutex::default(),
             callers: Mutex::default(),
             resolved_ahead: Mutex::default(),
             held: Mutex::default(),
@@ -170,6 +176,7 @@ impl<'v> ProjectIndex<'v> {
             neighbourhoods,
             imported,
             module_files,
+            module_files_near,
             search_roots,
             by_module_name,
             held,
@@ -181,7 +188,13 @@ impl<'v> ProjectIndex<'v> {
         crate::aside::drop_aside((
             (modules, by_path, loaded, roots, defined, neighbourhoods),
             (imported, module_files, search_roots, by_module_name, held),
-            (replayed, callers, resolved_ahead, dispatchers),
+            (
+                replayed,
+                callers,
+                resolved_ahead,
+                dispatchers,
+                module_files_near,
+            ),
         ));
     }
 
