@@ -10,6 +10,39 @@ use crate::error::Position;
 use crate::queries::Combined;
 use crate::source::line_start;
 
+/// A node's child by field name, the field's id found once per run in a
+/// sorted table of the grammar's field names: tree-sitter's own
+/// `child_by_field_name` compares the name with every field name of the
+/// grammar at each call, and the analysis asks for fields everywhere.
+pub trait Field<'t> {
+    fn field(&self, name: &str) -> Option<Node<'t>>;
+}
+
+impl<'t> Field<'t> for Node<'t> {
+    #[inline]
+    fn field(&self, name: &str) -> Option<Node<'t>> {
+        field_id(name).and_then(|id| self.child_by_field_id(id))
+    }
+}
+
+/// The grammar's id for the field `name`, if it has one.
+fn field_id(name: &str) -> Option<u16> {
+    static IDS: std::sync::LazyLock<Vec<(String, u16)>> = std::sync::LazyLock::new(|| {
+        let language = crate::queries::language();
+        let mut ids: Vec<(String, u16)> = (1..=language.field_count())
+            .filter_map(|id| {
+                let id = u16::try_from(id).ok()?;
+                Some((language.field_name_for_id(id)?.to_owned(), id))
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    });
+    IDS.binary_search_by(|(field, _)| field.as_str().cmp(name))
+        .ok()
+        .map(|at| IDS[at].1)
+}
+
 pub fn text_of<'a>(node: Node<'_>, text: &'a str) -> &'a str {
     &text[node.byte_range()]
 }
@@ -84,9 +117,9 @@ pub fn each_match_in<'t>(
 /// `attribute` node: `self.coordinator.fetch` -> `self.coordinator`,
 /// `fetch`), as `calls.scm` captures it.
 pub fn method_callee(attribute: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
-    let method = attribute.child_by_field_name("attribute")?;
+    let method = attribute.field("attribute")?;
     (method.kind() == "identifier").then_some(())?;
-    Some((attribute.child_by_field_name("object")?, method))
+    Some((attribute.field("object")?, method))
 }
 
 /// The dotted name an identifier/attribute chain spells (`torch.compiler.disable`),
@@ -95,8 +128,8 @@ pub fn dotted_name(node: Node<'_>, text: &str) -> Option<String> {
     match node.kind() {
         "identifier" => Some(text_of(node, text).to_owned()),
         "attribute" => {
-            let object = dotted_name(node.child_by_field_name("object")?, text)?;
-            let attribute = node.child_by_field_name("attribute")?;
+            let object = dotted_name(node.field("object")?, text)?;
+            let attribute = node.field("attribute")?;
             Some(format!("{object}.{}", text_of(attribute, text)))
         }
         _ => None,
@@ -171,7 +204,7 @@ pub fn enclosing_class(node: Node<'_>) -> Option<Node<'_>> {
 pub fn qualname(def: Node<'_>, text: &str) -> String {
     let mut parts = Vec::new();
     let name_of = |n: Node<'_>| {
-        n.child_by_field_name("name")
+        n.field("name")
             .map_or("?", |name| text_of(name, text))
             .to_owned()
     };
@@ -194,7 +227,7 @@ pub fn qualname(def: Node<'_>, text: &str) -> String {
 }
 
 pub fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
-    let Some(list) = class.child_by_field_name("superclasses") else {
+    let Some(list) = class.field("superclasses") else {
         return Vec::new();
     };
     let mut cursor = list.walk();
@@ -202,9 +235,7 @@ pub fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
         .filter_map(|base| match base.kind() {
             "identifier" | "attribute" => dotted_name(base, text),
             // `Base[T]`
-            "subscript" => base
-                .child_by_field_name("value")
-                .and_then(|v| dotted_name(v, text)),
+            "subscript" => base.field("value").and_then(|v| dotted_name(v, text)),
             _ => None,
         })
         .collect()
@@ -214,7 +245,7 @@ pub fn class_bases(class: Node<'_>, text: &str) -> Vec<String> {
 /// [`class_bases`] leaves out (a call, `base or other`): not a name, not a
 /// subscripted name, not a keyword (`metaclass=...`).
 pub fn has_computed_base(class: Node<'_>) -> bool {
-    let Some(list) = class.child_by_field_name("superclasses") else {
+    let Some(list) = class.field("superclasses") else {
         return false;
     };
     let mut cursor = list.walk();
@@ -222,7 +253,7 @@ pub fn has_computed_base(class: Node<'_>) -> bool {
         .any(|base| match base.kind() {
             "identifier" | "attribute" | "keyword_argument" | "comment" => false,
             "subscript" => base
-                .child_by_field_name("value")
+                .field("value")
                 .is_none_or(|v| !matches!(v.kind(), "identifier" | "attribute")),
             _ => true,
         })
@@ -253,9 +284,9 @@ pub fn root_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
     loop {
         match current.kind() {
             "identifier" => return Some(text_of(current, text)),
-            "attribute" => current = current.child_by_field_name("object")?,
-            "subscript" => current = current.child_by_field_name("value")?,
-            "call" => current = current.child_by_field_name("function")?,
+            "attribute" => current = current.field("object")?,
+            "subscript" => current = current.field("value")?,
+            "call" => current = current.field("function")?,
             "parenthesized_expression" => current = current.named_child(0)?,
             _ => return None,
         }
@@ -264,7 +295,7 @@ pub fn root_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
 
 /// The names a function's parameters bind, in order (`self` included).
 pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
+    let Some(parameters) = function.field("parameters") else {
         return Vec::new();
     };
     let mut cursor = parameters.walk();
@@ -279,7 +310,7 @@ pub fn parameter_names(function: Node<'_>, text: &str) -> Vec<String> {
 fn parameter_name(parameter: Node<'_>) -> Option<Node<'_>> {
     let name = match parameter.kind() {
         "identifier" => Some(parameter),
-        "default_parameter" | "typed_default_parameter" => parameter.child_by_field_name("name"),
+        "default_parameter" | "typed_default_parameter" => parameter.field("name"),
         "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
             parameter.named_child(0)
         }
@@ -294,7 +325,7 @@ fn parameter_name(parameter: Node<'_>) -> Option<Node<'_>> {
 /// Where a bare `*` stands among a `def`'s parameters: how many of
 /// [`parameter_names`] come before it (those after are keyword-only).
 pub fn keyword_only_from(function: Node<'_>) -> Option<usize> {
-    let parameters = function.child_by_field_name("parameters")?;
+    let parameters = function.field("parameters")?;
     let mut cursor = parameters.walk();
     let mut before = 0;
     for parameter in parameters.named_children(&mut cursor) {
@@ -310,7 +341,7 @@ pub fn keyword_only_from(function: Node<'_>) -> Option<usize> {
 /// where it names one: `h: Offloader`, `h: mod.Offloader`,
 /// `h: Optional[Offloader]`, `h: Offloader | None`, `h: "Offloader"`.
 pub fn parameter_annotations(function: Node<'_>, text: &str) -> Vec<Option<String>> {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
+    let Some(parameters) = function.field("parameters") else {
         return Vec::new();
     };
     let mut annotations = Vec::new();
@@ -323,7 +354,7 @@ pub fn parameter_annotations(function: Node<'_>, text: &str) -> Vec<Option<Strin
             | "default_parameter" => annotations.push(None),
             "typed_parameter" | "typed_default_parameter" => annotations.push(
                 parameter
-                    .child_by_field_name("type")
+                    .field("type")
                     .and_then(|t| annotated_class(t, text, 0)),
             ),
             _ => {}
@@ -353,8 +384,8 @@ fn annotated_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
             .then(|| inner.to_owned())
         }
         "binary_operator" => {
-            let left = node.child_by_field_name("left")?;
-            let right = node.child_by_field_name("right")?;
+            let left = node.field("left")?;
+            let right = node.field("right")?;
             let named: Vec<String> = [left, right]
                 .into_iter()
                 .filter_map(|n| annotated_class(n, text, depth + 1))
@@ -362,9 +393,7 @@ fn annotated_class(node: Node<'_>, text: &str, depth: usize) -> Option<String> {
             (named.len() == 1).then(|| named[0].clone())
         }
         "generic_type" | "subscript" => {
-            let head = node
-                .child_by_field_name("value")
-                .or_else(|| node.named_child(0))?;
+            let head = node.field("value").or_else(|| node.named_child(0))?;
             let head = text_of(head, text);
             if head.rsplit('.').next() != Some("Optional") {
                 return None;
@@ -397,7 +426,7 @@ pub fn parameter_defaults(function: Node<'_>) -> Vec<bool> {
 /// plain, typed, with defaults, `*args` and `**kwargs` (not a bare `*` or
 /// `/`).
 fn counted_parameters(function: Node<'_>) -> Vec<Node<'_>> {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
+    let Some(parameters) = function.field("parameters") else {
         return Vec::new();
     };
     let mut cursor = parameters.walk();
@@ -426,7 +455,7 @@ pub fn parameter_default_names(function: Node<'_>, text: &str) -> Vec<(usize, Bo
         .iter()
         .enumerate()
         .filter_map(|(i, p)| {
-            let value = p.child_by_field_name("value")?;
+            let value = p.field("value")?;
             (matches!(p.kind(), "default_parameter" | "typed_default_parameter")
                 && value.kind() == "identifier")
                 .then(|| (i, text_of(value, text).into()))
@@ -437,7 +466,7 @@ pub fn parameter_default_names(function: Node<'_>, text: &str) -> Vec<(usize, Bo
 /// For each parameter [`parameter_defaults`] counts, whether it collects
 /// the arguments left (`*args`, `**kwargs`, typed or not).
 pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {
-    let Some(parameters) = function.child_by_field_name("parameters") else {
+    let Some(parameters) = function.field("parameters") else {
         return Vec::new();
     };
     let splat = |kind: &str| matches!(kind, "list_splat_pattern" | "dictionary_splat_pattern");
@@ -460,7 +489,7 @@ pub fn parameter_splats(function: Node<'_>) -> Vec<bool> {
 /// `NotImplementedError`, or returns its own parameters unchanged: a
 /// protocol base's placeholder.
 pub fn does_nothing(def: Node<'_>, text: &str) -> bool {
-    let Some(body) = def.child_by_field_name("body") else {
+    let Some(body) = def.field("body") else {
         return false;
     };
     let parameters = crate::syntax::parameter_names(def, text);
@@ -587,7 +616,7 @@ impl<'t> Qualnames<'t> {
         let own = match definition.kind() {
             "lambda" => "<lambda>".to_owned(),
             _ => definition
-                .child_by_field_name("name")
+                .field("name")
                 .map_or("?", |name| text_of(name, self.text))
                 .to_owned(),
         };

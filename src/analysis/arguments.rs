@@ -6,6 +6,7 @@
 use tree_sitter::Node;
 
 use crate::queries::QUERIES;
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 pub(super) enum Argument {
@@ -58,9 +59,7 @@ pub(super) fn argument_kind(argument: Node<'_>, text: &str) -> Argument {
         }
         "integer" => Argument::Device,
         "keyword_argument" => {
-            let name = argument
-                .child_by_field_name("name")
-                .map_or("", |n| text_of(n, text));
+            let name = argument.field("name").map_or("", |n| text_of(n, text));
             match name {
                 "device" => Argument::Device,
                 "dtype" => Argument::Dtype,
@@ -70,7 +69,7 @@ pub(super) fn argument_kind(argument: Node<'_>, text: &str) -> Argument {
         }
         "call" => {
             let callee = argument
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| crate::syntax::dotted_name(f, text))
                 .unwrap_or_default();
             if callee.ends_with("device") {

@@ -12,6 +12,7 @@ use crate::analysis::file_facts::FencedBy;
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
+use crate::syntax::Field;
 use crate::syntax::{capture, dotted_name, each_match, for_each_combined, strip_space, text_of};
 
 /// Whether a resolved dotted path is torch's disable (or a project's, such
@@ -115,7 +116,7 @@ pub(super) fn is_module_level(node: Node<'_>, text: &str) -> bool {
         match n.kind() {
             "function_definition" | "class_definition" | "lambda" => return false,
             "if_statement" => {
-                if let Some(condition) = n.child_by_field_name("condition")
+                if let Some(condition) = n.field("condition")
                     && text_of(condition, text).contains("TYPE_CHECKING")
                 {
                     return false;
@@ -168,7 +169,7 @@ pub fn decorators(def: Node<'_>) -> Vec<Node<'_>> {
 pub fn decorator_callee(decorator: Node<'_>, text: &str) -> Option<String> {
     let expression = decorator.named_child(0)?;
     let callee = if expression.kind() == "call" {
-        expression.child_by_field_name("function")?
+        expression.field("function")?
     } else {
         expression
     };
@@ -501,7 +502,7 @@ pub(super) fn collect_fences<'t>(
             current = n.parent();
         }
         if let (Some(def), false) = (outermost, in_class)
-            && let Some(name) = def.child_by_field_name("name")
+            && let Some(name) = def.field("name")
         {
             wrappers.insert(text_of(name, text).to_owned());
         }

@@ -11,6 +11,7 @@ use crate::analysis::effects::local::LocalFacts;
 use crate::analysis::hook_values::Value;
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::Vocabulary;
+use crate::syntax::Field;
 use crate::syntax::{Enclosing, text_of};
 
 /// A call a function makes.
@@ -173,7 +174,7 @@ pub(crate) fn function_fact(
         line: def.start_position().row + 1,
         column: text[line_start..offset].chars().count() + 1,
         self_class: class
-            .and_then(|c| c.child_by_field_name("name"))
+            .and_then(|c| c.field("name"))
             .map(|n| text_of(n, text).to_owned()),
         is_method,
         compiled,

@@ -9,6 +9,7 @@ use tree_sitter::Node;
 use crate::analysis::fences::FileContext;
 use crate::analysis::scope::BindingKind;
 use crate::analysis::vocabulary::Vocabulary;
+use crate::syntax::Field;
 use crate::syntax::strip_space;
 use crate::syntax::{class_bases, enclosing_class};
 use crate::syntax::{dotted_name, short, text_of};
@@ -44,8 +45,8 @@ pub fn registrar_and_hook<'t, 'a>(
     vocabulary: &Vocabulary,
 ) -> (&'a str, Option<Node<'t>>) {
     let registrar = call
-        .child_by_field_name("function")
-        .map(|f| match f.child_by_field_name("attribute") {
+        .field("function")
+        .map(|f| match f.field("attribute") {
             Some(attribute) => text_of(attribute, text),
             None => text_of(f, text),
         })
@@ -68,10 +69,10 @@ pub fn hook_argument<'t>(arguments: Node<'t>, text: &str, position: usize) -> Op
     for argument in arguments.named_children(&mut cursor) {
         match argument.kind() {
             "keyword_argument" => {
-                let name = argument.child_by_field_name("name")?;
+                let name = argument.field("name")?;
                 // `fn=`: `register_multi_grad_hook(ts, fn=f)`.
                 if matches!(text_of(name, text), "hook" | "fn") {
-                    return argument.child_by_field_name("value");
+                    return argument.field("value");
                 }
             }
             "list_splat" | "dictionary_splat" => {
@@ -122,10 +123,9 @@ pub(super) fn resolve_hook<'t>(
         "lambda" => Resolved::Lambda(expression),
         "identifier" => return resolve_name(ctx, text_of(expression, text), site, depth),
         "attribute" => {
-            let (Some(object), Some(attribute)) = (
-                expression.child_by_field_name("object"),
-                expression.child_by_field_name("attribute"),
-            ) else {
+            let (Some(object), Some(attribute)) =
+                (expression.field("object"), expression.field("attribute"))
+            else {
                 return vec![Resolved::Unresolved("unreadable attribute".to_owned())];
             };
             let method = text_of(attribute, text);
@@ -151,11 +151,9 @@ pub(super) fn resolve_hook<'t>(
         }
         "call" => {
             let callee = expression
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| dotted_name(f, text));
-            let first_argument = expression
-                .child_by_field_name("arguments")
-                .and_then(|a| a.named_child(0));
+            let first_argument = expression.field("arguments").and_then(|a| a.named_child(0));
             match (callee, first_argument) {
                 (Some(callee), _) if ctx.is_fence_callee(&callee) => {
                     Resolved::FencedInPlace(expression, callee)
@@ -217,7 +215,7 @@ pub(super) fn resolve_name<'t>(
         match &binding.kind {
             BindingKind::Def => {
                 let def = node.and_then(|n| match n.kind() {
-                    "decorated_definition" => n.child_by_field_name("definition"),
+                    "decorated_definition" => n.field("definition"),
                     _ => Some(n),
                 });
                 if let Some(def) = def.filter(|d| d.kind() == "function_definition") {
@@ -227,9 +225,9 @@ pub(super) fn resolve_name<'t>(
             BindingKind::Assignment => {
                 let assignment = node.and_then(|n| assignment_of(n, &binding.node));
                 let value = assignment.and_then(|a| {
-                    let left = a.child_by_field_name("left")?;
+                    let left = a.field("left")?;
                     (left.kind() == "identifier" && text_of(left, ctx.text) == name)
-                        .then(|| a.child_by_field_name("right"))
+                        .then(|| a.field("right"))
                         .flatten()
                 });
                 match (assignment, value) {
@@ -296,13 +294,13 @@ fn loop_items<'t>(
     let text = ctx.text;
     let parent = target.parent()?;
     if !matches!(parent.kind(), "for_statement" | "for_in_clause")
-        || parent.child_by_field_name("left") != Some(target)
+        || parent.field("left") != Some(target)
         || target.kind() != "identifier"
         || text_of(target, text) != name
     {
         return None;
     }
-    let mut iterable = parent.child_by_field_name("right")?;
+    let mut iterable = parent.field("right")?;
     if iterable.kind() == "identifier" {
         // `hooks = [pre, post]` once, then `for hook in hooks:`.
         let iterated = text_of(iterable, text);
@@ -320,7 +318,7 @@ fn loop_items<'t>(
             .root
             .descendant_for_byte_range(binding.node.start, binding.node.end)
             .and_then(|n| assignment_of(n, &binding.node))?;
-        let left = assignment.child_by_field_name("left")?;
+        let left = assignment.field("left")?;
         if left.kind() != "identifier" || text_of(left, text) != iterated {
             return None;
         }
@@ -329,7 +327,7 @@ fn loop_items<'t>(
         if mentions(ctx.names.root, text, iterated) != 2 {
             return None;
         }
-        iterable = assignment.child_by_field_name("right")?;
+        iterable = assignment.field("right")?;
     }
     while iterable.kind() == "parenthesized_expression" {
         iterable = iterable.named_child(0)?;
@@ -385,19 +383,19 @@ pub(super) fn find_method<'t>(
     if depth > 16 {
         return None;
     }
-    let body = class.child_by_field_name("body")?;
+    let body = class.field("body")?;
     let mut cursor = body.walk();
     for statement in body.named_children(&mut cursor) {
         let def = match statement.kind() {
             "function_definition" => statement,
-            "decorated_definition" => match statement.child_by_field_name("definition") {
+            "decorated_definition" => match statement.field("definition") {
                 Some(d) if d.kind() == "function_definition" => d,
                 _ => continue,
             },
             _ => continue,
         };
         if def
-            .child_by_field_name("name")
+            .field("name")
             .is_some_and(|n| text_of(n, ctx.text) == name)
         {
             return Some(def);
@@ -478,10 +476,8 @@ pub(crate) fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, us
             None => Value::Other(String::new()),
         },
         "call" => {
-            let function = node.child_by_field_name("function");
-            let first = node
-                .child_by_field_name("arguments")
-                .and_then(|a| a.named_child(0));
+            let function = node.field("function");
+            let first = node.field("arguments").and_then(|a| a.named_child(0));
             let callee = function.and_then(|f| dotted_name(f, text));
             let last = callee.as_deref().map(|c| c.rsplit('.').next().unwrap_or(c));
             if let Some(last) = last
@@ -494,14 +490,14 @@ pub(crate) fn value_of(node: Node<'_>, text: &str, functions: &HashMap<usize, us
                 return value_of(first, text, functions);
             }
             if last == Some("__get__")
-                && let Some(object) = function.and_then(|f| f.child_by_field_name("object"))
+                && let Some(object) = function.and_then(|f| f.field("object"))
             {
                 return value_of(object, text, functions);
             }
             // `functools.wraps(f)(wrapper)`
             if let Some(f) = function
                 && f.kind() == "call"
-                && f.child_by_field_name("function")
+                && f.field("function")
                     .and_then(|g| dotted_name(g, text))
                     .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
                 && let Some(first) = first

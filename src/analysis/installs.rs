@@ -2,6 +2,7 @@
 //! replacements, classes swapped in, hook registrations.
 
 use crate::analysis::hook_values::Value;
+use crate::syntax::Field;
 
 /// `m.forward = value` (or `setattr(m, "forward", value)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,10 +33,10 @@ pub(crate) fn target_as_written(target: tree_sitter::Node<'_>, text: &str) -> St
     let holder = match target.kind() {
         "call"
             if target
-                .child_by_field_name("function")
+                .field("function")
                 .is_some_and(|f| text_of(f, text) == "type") =>
         {
-            target.child_by_field_name("arguments")
+            target.field("arguments")
         }
         "parenthesized_expression"
             if target
@@ -84,18 +85,18 @@ pub(crate) fn binds_module(target: &str, value: tree_sitter::Node<'_>, text: &st
     if value.kind() != "call" {
         return false;
     }
-    let Some(function) = value.child_by_field_name("function") else {
+    let Some(function) = value.field("function") else {
         return false;
     };
     let callee = crate::syntax::dotted_name(function, text).unwrap_or_default();
     let last = callee.rsplit('.').next().unwrap_or(&callee);
-    let arguments = value.child_by_field_name("arguments");
+    let arguments = value.field("arguments");
     let first = arguments.and_then(|a| a.named_child(0));
     let arguments = arguments.map_or(0, |a| a.named_child_count());
     // `functools.wraps(old)(f)`: the function wrapped is what is installed.
     if function.kind() == "call"
         && function
-            .child_by_field_name("function")
+            .field("function")
             .and_then(|g| crate::syntax::dotted_name(g, text))
             .is_some_and(|g| g == "wraps" || g.ends_with(".wraps"))
     {
@@ -151,10 +152,7 @@ impl<'t> ForwardNames<'t> {
         if let Some(&known) = self.answers.get(&(function.start_byte(), position)) {
             return known;
         }
-        let Some(function_name) = function
-            .child_by_field_name("name")
-            .map(|n| text_of(n, text))
-        else {
+        let Some(function_name) = function.field("name").map(|n| text_of(n, text)) else {
             return false;
         };
         // A method is called with its instance bound: `self.patch(name)`.
@@ -193,11 +191,11 @@ impl<'t> ForwardNames<'t> {
                 std::collections::HashMap::new();
             crate::syntax::preorder(root, |node| {
                 if node.kind() == "call"
-                    && let Some(callee) = node.child_by_field_name("function")
+                    && let Some(callee) = node.field("function")
                 {
                     let last = match callee.kind() {
                         "identifier" => Some(callee),
-                        "attribute" => callee.child_by_field_name("attribute"),
+                        "attribute" => callee.field("attribute"),
                         _ => None,
                     };
                     if let Some(last) = last {
@@ -225,13 +223,13 @@ fn argument_for<'t>(
     text: &str,
 ) -> Option<tree_sitter::Node<'t>> {
     use crate::syntax::text_of;
-    let callee = call.child_by_field_name("function")?;
+    let callee = call.field("function")?;
     let named = match callee.kind() {
         "identifier" => !method && text_of(callee, text) == function_name,
         "attribute" => {
             method
                 && callee
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_some_and(|a| text_of(a, text) == function_name)
         }
         _ => false,
@@ -239,7 +237,7 @@ fn argument_for<'t>(
     if !named {
         return None;
     }
-    let arguments = call.child_by_field_name("arguments")?;
+    let arguments = call.field("arguments")?;
     let mut cursor = arguments.walk();
     let mut positional = Vec::new();
     let mut splat = false;
@@ -247,10 +245,10 @@ fn argument_for<'t>(
         match argument.kind() {
             "keyword_argument"
                 if argument
-                    .child_by_field_name("name")
+                    .field("name")
                     .is_some_and(|n| text_of(n, text) == variable) =>
             {
-                return argument.child_by_field_name("value");
+                return argument.field("value");
             }
             "keyword_argument" | "comment" => {}
             "list_splat" | "dictionary_splat" => splat = true,
@@ -271,10 +269,10 @@ fn looped_over_forward(at: tree_sitter::Node<'_>, variable: &str, text: &str) ->
             return false;
         }
         if node.kind() == "for_statement"
-            && node.child_by_field_name("left").is_some_and(|l| {
+            && node.field("left").is_some_and(|l| {
                 l.kind() == "identifier" && crate::syntax::text_of(l, text) == variable
             })
-            && let Some(right) = node.child_by_field_name("right")
+            && let Some(right) = node.field("right")
             && matches!(right.kind(), "list" | "tuple" | "set")
         {
             let mut cursor = right.walk();
@@ -343,10 +341,10 @@ mod tests {
         while let Some(node) = stack.pop() {
             if node.kind() == "attribute"
                 && node
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_some_and(|a| crate::syntax::text_of(a, statement) == "forward")
             {
-                found = node.child_by_field_name("object");
+                found = node.field("object");
             }
             let mut cursor = node.walk();
             stack.extend(node.named_children(&mut cursor));
@@ -377,7 +375,7 @@ mod tests {
             .named_child(0)
             .and_then(|s| s.named_child(0))
             .expect("an assignment");
-        let right = assignment.child_by_field_name("right").expect("a value");
+        let right = assignment.field("right").expect("a value");
         super::binds_module(target, right, &text)
     }
 

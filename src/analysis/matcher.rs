@@ -24,6 +24,7 @@ use crate::analysis::vocabulary::Vocabulary;
 use crate::error::Position;
 use crate::queries::QUERIES;
 use crate::source::{indentation_at, line_ending_at};
+use crate::syntax::Field;
 use crate::syntax::strip_space;
 use crate::syntax::{capture, for_each_combined, position, text_of};
 use crate::syntax::{class_bases, enclosing_class, qualname};
@@ -184,7 +185,7 @@ pub fn analyze_scanned<'t>(
 
     for (class, def) in hook_methods {
         let class_name = class
-            .child_by_field_name("name")
+            .field("name")
             .map_or("", |n| text_of(n, text))
             .to_owned();
         let mut candidate = def_candidate(&ctx, def);
@@ -246,7 +247,7 @@ pub fn analyze_scanned<'t>(
                     // Named as the lambda it wraps was named before the
                     // fence: one site, one name, fenced or not.
                     let wrapped = expression
-                        .child_by_field_name("arguments")
+                        .field("arguments")
                         .and_then(|a| a.named_child(0))
                         .filter(|n| n.kind() == "lambda");
                     candidate.qualname = match wrapped {
@@ -353,12 +354,10 @@ fn is_outermost_decorator(callee: &str) -> bool {
 fn def_candidate<'t>(ctx: &FileContext<'t>, def: Node<'t>) -> Candidate {
     let text = ctx.text;
     let decorators = decorators(def);
-    let name = def
-        .child_by_field_name("name")
-        .map_or("", |n| text_of(n, text));
+    let name = def.field("name").map_or("", |n| text_of(n, text));
     let owner_class = enclosing_class(def)
         .filter(|c| binding_scope(def).map(|(id, _)| id) == Some(c.id()))
-        .and_then(|c| c.child_by_field_name("name"))
+        .and_then(|c| c.field("name"))
         .map(|n| text_of(n, text).to_owned());
 
     // Already fenced?

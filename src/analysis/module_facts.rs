@@ -24,6 +24,7 @@ use crate::analysis::reached::{Through, registrar_of_table};
 use crate::analysis::scope::SemanticModel;
 use crate::analysis::vocabulary::Vocabulary;
 use crate::queries::QUERIES;
+use crate::syntax::Field;
 use crate::syntax::{Enclosing, Qualnames, capture, dotted_name, text_of};
 
 pub use crate::analysis::installs::{ForwardReplacement, Registration, SwappedClass};
@@ -436,7 +437,7 @@ impl ModuleFacts {
                 continue;
             };
             let first_argument = call
-                .child_by_field_name("arguments")
+                .field("arguments")
                 .and_then(|a| a.named_child(0))
                 .filter(|a| a.kind() != "keyword_argument")
                 .map(|a| text_of(a, text).to_owned());

@@ -13,6 +13,7 @@ use crate::analysis::scope::{
     node_key,
 };
 use crate::queries::QUERIES;
+use crate::syntax::Field;
 use crate::syntax::{strip_space, text_of};
 
 fn scope_kind(kind: &str) -> Option<ScopeKind> {
@@ -59,7 +60,7 @@ fn parameter_names<'t>(parameters: Node<'t>, out: &mut Vec<Node<'t>>) {
         match parameter.kind() {
             "identifier" => out.push(parameter),
             "default_parameter" | "typed_default_parameter" => {
-                if let Some(name) = parameter.child_by_field_name("name") {
+                if let Some(name) = parameter.field("name") {
                     target_names(name, out);
                 }
             }
@@ -271,7 +272,7 @@ impl SemanticModel {
     }
 
     fn bind_parameters(&mut self, def: Node<'_>, scope: ScopeId, text: &str) {
-        let Some(parameters) = def.child_by_field_name("parameters") else {
+        let Some(parameters) = def.field("parameters") else {
             return;
         };
         let mut names = Vec::new();
@@ -299,7 +300,7 @@ impl SemanticModel {
         text: &str,
         parents: &Parents<'t>,
     ) {
-        let Some(name) = def.child_by_field_name("name") else {
+        let Some(name) = def.field("name") else {
             return;
         };
         let statement = statement_of(def, parents);
@@ -337,7 +338,7 @@ impl SemanticModel {
                 let kind = match capture {
                     "binding.augmented" => BindingKind::Augmented,
                     "binding.delete" => BindingKind::Deletion,
-                    _ if node.child_by_field_name("right").is_none() => BindingKind::Annotation,
+                    _ if node.field("right").is_none() => BindingKind::Annotation,
                     _ => BindingKind::Assignment,
                 };
                 let mut targets = Vec::new();
@@ -346,7 +347,7 @@ impl SemanticModel {
                     for child in node.named_children(&mut cursor) {
                         target_names(child, &mut targets);
                     }
-                } else if let Some(left) = node.child_by_field_name("left") {
+                } else if let Some(left) = node.field("left") {
                     target_names(left, &mut targets);
                 }
                 for target in targets {
@@ -366,11 +367,9 @@ impl SemanticModel {
             "binding.for" | "binding.while" => {
                 self.scopes[scope.0].loops.push(node.byte_range());
                 if capture == "binding.for"
-                    && let Some(left) = node.child_by_field_name("left")
+                    && let Some(left) = node.field("left")
                 {
-                    let body = node
-                        .child_by_field_name("body")
-                        .map_or(0..0, |b| b.byte_range());
+                    let body = node.field("body").map_or(0..0, |b| b.byte_range());
                     let mut targets = Vec::new();
                     target_names(left, &mut targets);
                     for target in targets {
@@ -389,7 +388,7 @@ impl SemanticModel {
                 }
             }
             "binding.comprehension_for" => {
-                if let Some(left) = node.child_by_field_name("left") {
+                if let Some(left) = node.field("left") {
                     let scope = self.scope_with(left, |n| parents.parent(n));
                     let holds = parents.parent(node).map_or(0..0, |p| p.byte_range());
                     let mut targets = Vec::new();
@@ -411,7 +410,7 @@ impl SemanticModel {
             }
             "binding.with" => {
                 let body = ancestor_of_kind(node, "with_statement", parents)
-                    .and_then(|w| w.child_by_field_name("body"))
+                    .and_then(|w| w.field("body"))
                     .map_or(0..0, |b| b.byte_range());
                 let mut targets = Vec::new();
                 target_names(node, &mut targets);
@@ -490,10 +489,10 @@ impl SemanticModel {
             "binding.capture" => {
                 let case = ancestor_of_kind(node, "case_clause", parents);
                 let holds = case
-                    .and_then(|c| c.child_by_field_name("consequence"))
+                    .and_then(|c| c.field("consequence"))
                     .map_or(0..0, |b| b.byte_range());
                 let point = case
-                    .and_then(|c| c.child_by_field_name("consequence"))
+                    .and_then(|c| c.field("consequence"))
                     .map_or(node.end_byte(), |b| b.start_byte());
                 self.simple(
                     node,
@@ -521,7 +520,7 @@ impl SemanticModel {
         let holds = enclosing_block(statement, parents);
         let point = statement.end_byte();
         let module = statement
-            .child_by_field_name("module_name")
+            .field("module_name")
             .map(|m| strip_space(text_of(m, text)));
         let mut cursor = statement.walk();
         let children: Vec<Node<'_>> = statement.named_children(&mut cursor).collect();
@@ -550,10 +549,8 @@ impl SemanticModel {
             }
             let (bound, dotted) = match child.kind() {
                 "aliased_import" => {
-                    let (Some(name), Some(alias)) = (
-                        child.child_by_field_name("name"),
-                        child.child_by_field_name("alias"),
-                    ) else {
+                    let (Some(name), Some(alias)) = (child.field("name"), child.field("alias"))
+                    else {
                         continue;
                     };
                     (alias, strip_space(text_of(name, text)))

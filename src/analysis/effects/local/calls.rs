@@ -6,6 +6,7 @@ use tree_sitter::Node;
 use super::{Acts, CallValues, Kind, Walker, copy_of, move_words, string_content};
 use crate::analysis::effects::models::{FunctionModel, MethodModel};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 impl<'t> Walker<'_, 't> {
@@ -270,8 +271,8 @@ impl<'t> Walker<'_, 't> {
             MethodModel::Storage => receiver,
             MethodModel::Resize => {
                 let owner = receiver_node
-                    .and_then(|r| r.child_by_field_name("function"))
-                    .and_then(|f| f.child_by_field_name("object"))
+                    .and_then(|r| r.field("function"))
+                    .and_then(|f| f.field("object"))
                     .map_or_else(|| spelled.clone(), |o| self.spelled(o));
                 for val in receiver.0.clone() {
                     self.effect(

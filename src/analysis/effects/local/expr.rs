@@ -9,6 +9,7 @@ use super::{
 };
 use crate::analysis::effects::models::{self, SAVED_TENSORS};
 use crate::analysis::effects::value::{Root, Shape, Val, Vals};
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 /// The attribute `getattr(obj, name)` reads where `name` is computed.
@@ -76,10 +77,8 @@ impl<'t> Walker<'_, 't> {
         match node.kind() {
             "identifier" => self.value_of_name(text_of(node, text)),
             "attribute" => {
-                let attr = node
-                    .child_by_field_name("attribute")
-                    .map_or("", |a| text_of(a, text));
-                let Some(object) = node.child_by_field_name("object") else {
+                let attr = node.field("attribute").map_or("", |a| text_of(a, text));
+                let Some(object) = node.field("object") else {
                     return Vals::unknown();
                 };
                 let objects = self.eval(object);
@@ -93,7 +92,7 @@ impl<'t> Walker<'_, 't> {
                 })
             }
             "subscript" => {
-                let Some(value) = node.child_by_field_name("value") else {
+                let Some(value) = node.field("value") else {
                     return Vals::unknown();
                 };
                 let mut cursor = node.walk();
@@ -135,7 +134,7 @@ impl<'t> Walker<'_, 't> {
                 let mut out = Vals::default();
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-                let keyword_value = node.child_by_field_name("value");
+                let keyword_value = node.field("value");
                 for child in children {
                     if node.kind() == "keyword_argument" && Some(child) != keyword_value {
                         continue;
@@ -158,7 +157,7 @@ impl<'t> Walker<'_, 't> {
                 let mut out = Vals::default();
                 let mut cursor = node.walk();
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-                let pair_key = node.child_by_field_name("key");
+                let pair_key = node.field("key");
                 for (i, child) in children.into_iter().enumerate() {
                     let vals = self.eval(child);
                     // The condition of `a if c else b` is no value of it.
@@ -181,27 +180,27 @@ impl<'t> Walker<'_, 't> {
                 for child in &children {
                     if child.kind() == "for_in_clause" {
                         let items = child
-                            .child_by_field_name("right")
+                            .field("right")
                             .map(|r| self.eval(r))
                             .unwrap_or_default();
-                        if let Some(left) = child.child_by_field_name("left") {
+                        if let Some(left) = child.field("left") {
                             self.bind_items(left, items);
                         }
                     } else if child.kind() == "if_clause" {
                         self.eval(*child);
                     }
                 }
-                match node.child_by_field_name("body") {
+                match node.field("body") {
                     Some(body) => self.eval(body),
                     None => Vals::fresh(),
                 }
             }
             "named_expression" => {
                 let vals = node
-                    .child_by_field_name("value")
+                    .field("value")
                     .map(|v| self.eval(v))
                     .unwrap_or_default();
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.bind(name, vals.clone());
                 }
                 vals
@@ -254,7 +253,7 @@ impl<'t> Walker<'_, 't> {
     fn attached_to_tensor(&self, receiver: Node<'t>) -> bool {
         receiver.kind() == "attribute"
             && receiver
-                .child_by_field_name("attribute")
+                .field("attribute")
                 .map(|a| text_of(a, self.text))
                 .is_some_and(|attr| {
                     !models::tensor_attribute(attr)
@@ -265,7 +264,7 @@ impl<'t> Walker<'_, 't> {
 
     pub(super) fn call(&mut self, node: Node<'t>, statement: bool) -> Vals {
         let text = self.text;
-        let Some(function) = node.child_by_field_name("function") else {
+        let Some(function) = node.field("function") else {
             return Vals::unknown();
         };
         let mut values = CallValues {
@@ -277,7 +276,7 @@ impl<'t> Walker<'_, 't> {
         let mut argument_nodes: Vec<Node<'t>> = Vec::new();
         let mut keyword_nodes: Vec<(String, Node<'t>)> = Vec::new();
         let mut names: Vec<ArgumentName> = Vec::new();
-        if let Some(arguments) = node.child_by_field_name("arguments") {
+        if let Some(arguments) = node.field("arguments") {
             if arguments.kind() == "generator_expression" {
                 values.positional.push(self.eval(arguments));
                 argument_nodes.push(arguments);
@@ -288,14 +287,14 @@ impl<'t> Walker<'_, 't> {
                     match argument.kind() {
                         "keyword_argument" => {
                             let name = argument
-                                .child_by_field_name("name")
+                                .field("name")
                                 .map_or("", |n| text_of(n, text))
                                 .to_owned();
                             let vals = argument
-                                .child_by_field_name("value")
+                                .field("value")
                                 .map(|v| self.eval(v))
                                 .unwrap_or_default();
-                            if let Some(value) = argument.child_by_field_name("value") {
+                            if let Some(value) = argument.field("value") {
                                 if value.kind() == "identifier" {
                                     names.push(ArgumentName {
                                         at: ArgumentAt::Keyword(name.as_str().into()),
@@ -334,7 +333,7 @@ impl<'t> Walker<'_, 't> {
         let positional = values.positional.len();
         // A clock, a timer or memory statistics read here.
         let called = match function.kind() {
-            "attribute" => function.child_by_field_name("attribute"),
+            "attribute" => function.field("attribute"),
             "identifier" => Some(function),
             _ => None,
         }
@@ -349,7 +348,7 @@ impl<'t> Walker<'_, 't> {
         let result = match function.kind() {
             "attribute" => {
                 let method = function
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .map_or("", |a| text_of(a, text))
                     .to_owned();
                 if let Some(path) = self.library_path(function) {
@@ -377,7 +376,7 @@ impl<'t> Walker<'_, 't> {
                         return out;
                     }
                 }
-                let receiver_node = function.child_by_field_name("object");
+                let receiver_node = function.field("object");
                 let receiver = receiver_node.map(|r| self.eval(r)).unwrap_or_default();
                 values.receiver = Some(receiver.clone());
                 match models::method_model(&method, positional) {
@@ -535,8 +534,8 @@ fn saved_position(index: Node<'_>, text: &str) -> Option<String> {
         match node.kind() {
             "integer" => text_of(node, text).parse().ok(),
             "unary_operator" => {
-                let operand = node.child_by_field_name("argument")?;
-                let sign = node.child_by_field_name("operator")?;
+                let operand = node.field("argument")?;
+                let sign = node.field("operator")?;
                 let value = literal(operand, text)?;
                 match text_of(sign, text) {
                     "-" => Some(-value),

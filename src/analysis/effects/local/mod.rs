@@ -23,6 +23,7 @@ use tree_sitter::Node;
 
 use crate::analysis::effects::models::{self};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 mod calls;
@@ -267,7 +268,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         timing: None,
         storage_held: Vec::new(),
     };
-    if let Some(body) = function.child_by_field_name("body") {
+    if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
             walker.facts.returns_storage = walker.frees_storage(body);
             let vals = walker.eval(body);
@@ -422,12 +423,12 @@ impl<'t> Walker<'_, 't> {
                         "call" => {
                             // `self.x.pop(k)`, `self.x.clear()` as a
                             // statement: what `self.x` kept is dropped.
-                            if let Some(callee) = child.child_by_field_name("function")
+                            if let Some(callee) = child.field("function")
                                 && callee.kind() == "attribute"
-                                && let Some(method) = callee.child_by_field_name("attribute")
+                                && let Some(method) = callee.field("attribute")
                                 && let dropping @ ("pop" | "clear" | "popitem") =
                                     text_of(method, self.text)
-                                && let Some(object) = callee.child_by_field_name("object")
+                                && let Some(object) = callee.field("object")
                             {
                                 self.released(object, &format!("`.{dropping}(...)`"));
                             }
@@ -464,16 +465,16 @@ impl<'t> Walker<'_, 't> {
                 }
             }
             "for_statement" => {
-                let right = node.child_by_field_name("right");
+                let right = node.field("right");
                 let items = right.map(|r| self.eval(r)).unwrap_or_default();
                 if let Some(right) = right {
                     self.entered(right);
                 }
-                if let Some(left) = node.child_by_field_name("left") {
+                if let Some(left) = node.field("left") {
                     self.bind_items(left, items);
                 }
                 for field in ["body", "alternative"] {
-                    if let Some(body) = node.child_by_field_name(field) {
+                    if let Some(body) = node.field(field) {
                         self.nested(body);
                     }
                 }
@@ -490,13 +491,13 @@ impl<'t> Walker<'_, 't> {
                 }
             }
             "function_definition" | "class_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     let name = text_of(name, self.text).to_owned();
                     self.env.insert(name, Vals::fresh());
                 }
             }
             "decorated_definition" => {
-                if let Some(definition) = node.child_by_field_name("definition") {
+                if let Some(definition) = node.field("definition") {
                     self.statement(definition);
                 }
             }
@@ -539,7 +540,7 @@ impl<'t> Walker<'_, 't> {
         let mut cursor = clause.walk();
         let items: Vec<Node<'t>> = clause.named_children(&mut cursor).collect();
         for item in items {
-            let Some(value) = item.child_by_field_name("value") else {
+            let Some(value) = item.field("value") else {
                 continue;
             };
             if value.kind() == "as_pattern" {
@@ -548,7 +549,7 @@ impl<'t> Walker<'_, 't> {
                 if let Some(entered) = entered {
                     self.entered(entered);
                 }
-                if let Some(alias) = value.child_by_field_name("alias") {
+                if let Some(alias) = value.field("alias") {
                     self.bind(alias, vals);
                 }
             } else {
@@ -580,15 +581,12 @@ impl<'t> Walker<'_, 't> {
         // `import torch.distributed as dist` inside the function.
         let text = self.text;
         let module = node
-            .child_by_field_name("module_name")
+            .field("module_name")
             .map(|m| crate::syntax::strip_space(text_of(m, text)));
         let mut cursor = node.walk();
         for name in node.children_by_field_name("name", &mut cursor) {
             let (dotted, alias) = match name.kind() {
-                "aliased_import" => (
-                    name.child_by_field_name("name"),
-                    name.child_by_field_name("alias"),
-                ),
+                "aliased_import" => (name.field("name"), name.field("alias")),
                 _ => (Some(name), None),
             };
             let Some(dotted) = dotted else { continue };
@@ -615,15 +613,12 @@ impl<'t> Walker<'_, 't> {
     }
 
     fn assignment(&mut self, node: Node<'t>) {
-        let Some(right) = node.child_by_field_name("right") else {
+        let Some(right) = node.field("right") else {
             return;
         };
         // A name (or a cache) given empty storage holds it until it is
         // given anything else.
-        if let Some(name) = node
-            .child_by_field_name("left")
-            .and_then(|l| held_name(l, self.text))
-        {
+        if let Some(name) = node.field("left").and_then(|l| held_name(l, self.text)) {
             if self.frees_storage(right) {
                 self.storage_held.push(name.to_owned());
             } else {
@@ -633,22 +628,22 @@ impl<'t> Walker<'_, 't> {
         let vals = if right.kind() == "assignment" {
             self.assignment(right);
             right
-                .child_by_field_name("left")
+                .field("left")
                 .map(|l| self.eval(l))
                 .unwrap_or_default()
         } else {
             self.eval(right)
         };
-        if let Some(left) = node.child_by_field_name("left") {
+        if let Some(left) = node.field("left") {
             self.store(left, vals, Some(right));
         }
     }
 
     fn augmented(&mut self, node: Node<'t>) {
-        if let Some(right) = node.child_by_field_name("right") {
+        if let Some(right) = node.field("right") {
             self.eval(right);
         }
-        if let Some(left) = node.child_by_field_name("left") {
+        if let Some(left) = node.field("left") {
             self.eval(left);
             // `self.total += x`: the object's own data, computed.
             if let Some(attr) = self.self_attribute(left) {
@@ -674,16 +669,16 @@ pub(super) fn copy_of(method: &str, call: Node<'_>, text: &str) -> Copied {
         "half" | "float" | "double" | "bfloat16" | "type" => copied.dtype = true,
         _ => {}
     }
-    if let Some(arguments) = call.child_by_field_name("arguments") {
+    if let Some(arguments) = call.field("arguments") {
         let mut cursor = arguments.walk();
         for argument in arguments.named_children(&mut cursor) {
             if argument.kind() == "keyword_argument"
                 && argument
-                    .child_by_field_name("name")
+                    .field("name")
                     .is_some_and(|n| text_of(n, text) == "non_blocking")
             {
                 copied.non_blocking = argument
-                    .child_by_field_name("value")
+                    .field("value")
                     .is_none_or(|v| text_of(v, text) != "False");
                 continue;
             }
@@ -718,7 +713,7 @@ impl Walker<'_, '_> {
             return false;
         }
         let made_by_torch = node
-            .child_by_field_name("function")
+            .field("function")
             .and_then(|f| self.library_path(f))
             .is_some_and(|path| {
                 matches!(
@@ -726,9 +721,7 @@ impl Walker<'_, '_> {
                     "torch.empty" | "torch.zeros" | "torch.empty_strided"
                 )
             });
-        let size = node
-            .child_by_field_name("arguments")
-            .and_then(|a| a.named_child(0));
+        let size = node.field("arguments").and_then(|a| a.named_child(0));
         let zero = |n: Node<'_>| n.kind() == "integer" && text_of(n, self.text) == "0";
         made_by_torch
             && size.is_some_and(|size| {
@@ -747,7 +740,7 @@ fn held_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
     match node.kind() {
         "identifier" => Some(text_of(node, text)),
         "subscript" => node
-            .child_by_field_name("value")
+            .field("value")
             .filter(|v| v.kind() == "identifier")
             .map(|v| text_of(v, text)),
         _ => None,
@@ -758,7 +751,7 @@ fn held_name<'a>(node: Node<'_>, text: &'a str) -> Option<&'a str> {
 pub(super) fn allocates_storage(node: Node<'_>, text: &str) -> bool {
     node.kind() == "call"
         && node
-            .child_by_field_name("function")
+            .field("function")
             .and_then(|f| crate::syntax::dotted_name(f, text))
             .is_some_and(|d| {
                 let last = d.rsplit('.').next().unwrap_or(&d);

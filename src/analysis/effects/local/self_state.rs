@@ -5,6 +5,7 @@ use tree_sitter::Node;
 
 use super::{Acts, Kind, LocalEffect, SelfStore, Walker};
 use crate::analysis::effects::value::{Root, Shape, Vals};
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 impl<'t> Walker<'_, 't> {
@@ -13,14 +14,11 @@ impl<'t> Walker<'_, 't> {
         let mut current = node;
         loop {
             match current.kind() {
-                "subscript" => current = current.child_by_field_name("value")?,
+                "subscript" => current = current.field("value")?,
                 "attribute" => {
-                    let object = current.child_by_field_name("object")?;
+                    let object = current.field("object")?;
                     if object.kind() == "identifier" && self.is_self(text_of(object, self.text)) {
-                        return Some(
-                            text_of(current.child_by_field_name("attribute")?, self.text)
-                                .to_owned(),
-                        );
+                        return Some(text_of(current.field("attribute")?, self.text).to_owned());
                     }
                     current = object;
                 }
@@ -41,13 +39,13 @@ impl<'t> Walker<'_, 't> {
         // `self.x` itself, whatever is taken of it.
         let mut object = place;
         while let Some(inner) = match object.kind() {
-            "subscript" => object.child_by_field_name("value"),
+            "subscript" => object.field("value"),
             "attribute"
                 if object
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_none_or(|a| text_of(a, self.text) != attr) =>
             {
-                object.child_by_field_name("object")
+                object.field("object")
             }
             _ => None,
         } {

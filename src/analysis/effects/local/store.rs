@@ -6,6 +6,7 @@ use tree_sitter::Node;
 use super::{Acts, CallValues, Kind, Walker, allocates_storage, move_words};
 use crate::analysis::effects::models::{self, SAVED_TENSORS, is_saved_tensor};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::syntax::Field;
 use crate::syntax::text_of;
 
 /// Most `ctx.<attr> = ...` stores kept for one function.
@@ -69,11 +70,11 @@ impl<'t> Walker<'_, 't> {
                 self.env.entry(name.to_owned()).or_default().extend(vals);
             }
             "attribute" => {
-                let Some(object) = left.child_by_field_name("object") else {
+                let Some(object) = left.field("object") else {
                     return;
                 };
                 let attr = left
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .map_or("", |a| text_of(a, self.text))
                     .to_owned();
                 let objects = self.eval(object);
@@ -95,10 +96,10 @@ impl<'t> Walker<'_, 't> {
                 self.store_into(left, &objects, &attr, &vals, right);
             }
             "subscript" => {
-                let Some(object) = left.child_by_field_name("value") else {
+                let Some(object) = left.field("value") else {
                     return;
                 };
-                if let Some(index) = left.child_by_field_name("subscript") {
+                if let Some(index) = left.field("subscript") {
                     self.eval(index);
                 }
                 let containers = self.eval(object);
@@ -212,7 +213,7 @@ impl<'t> Walker<'_, 't> {
         let spells_saved = |node: Node<'t>| {
             node.kind() == "attribute"
                 && node
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_some_and(|a| text_of(a, self.text) == SAVED_TENSORS)
         };
         let value = last.named_child(0)?;
@@ -488,22 +489,22 @@ impl Walker<'_, '_> {
         let mut current = node;
         while current.kind() == "call" {
             let moved = current
-                .child_by_field_name("function")
+                .field("function")
                 .filter(|f| f.kind() == "attribute")
                 .filter(|f| {
-                    f.child_by_field_name("attribute").is_some_and(|a| {
+                    f.field("attribute").is_some_and(|a| {
                         matches!(
                             models::method_model(text_of(a, self.text), 0),
                             Some(models::MethodModel::Move | models::MethodModel::Pin)
                         )
                     })
                 })
-                .and_then(|f| f.child_by_field_name("object"));
+                .and_then(|f| f.field("object"));
             // A wrapper of the moved copy (`nn.Parameter(w.to(d))`): what
             // its first argument moves.
             let wrapped = || {
                 current
-                    .child_by_field_name("arguments")
+                    .field("arguments")
                     .and_then(|a| a.named_child(0))
                     .filter(|a| a.kind() == "call")
             };
@@ -514,10 +515,10 @@ impl Walker<'_, '_> {
         }
         if current.kind() == "attribute"
             && current
-                .child_by_field_name("attribute")
+                .field("attribute")
                 .is_some_and(|a| text_of(a, self.text) == "data")
         {
-            current = current.child_by_field_name("object").unwrap_or(current);
+            current = current.field("object").unwrap_or(current);
         }
         if matches!(current.kind(), "identifier" | "attribute") && current != node {
             self.spelled(current)
