@@ -333,6 +333,8 @@ pub struct Registration {
 
 #[cfg(test)]
 mod tests {
+    use crate::syntax::Field;
+
     /// `target_as_written` on the target of `statement`'s forward.
     fn target_of(statement: &str) -> String {
         let tree = crate::parse::parse(statement).expect("parses");

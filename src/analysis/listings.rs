@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// What a path names, as the file system says.
@@ -38,7 +38,9 @@ enum Listing {
 /// run lists them afresh.
 #[derive(Debug, Default)]
 pub struct Listings {
-    listed: Mutex<crate::analysis::FastMap<PathBuf, Arc<Listing>>>,
+    /// By the directory's path as spelled, always plainly (see
+    /// [`spelled_plainly`]): its bytes hash faster than its components.
+    listed: Mutex<crate::analysis::FastMap<OsString, Arc<Listing>>>,
     /// How many directories were read, for tests.
     reads: std::sync::atomic::AtomicUsize,
 }
@@ -63,8 +65,11 @@ impl Listings {
         {
             return kind_of(path);
         }
-        // `a/./b` is `a/b`.
-        let path: PathBuf = path.components().collect();
+        // `a/./b` is `a/b`; a path spelled so already is used as it is.
+        let path: std::borrow::Cow<'_, Path> = match spelled_plainly(path) {
+            true => std::borrow::Cow::Borrowed(path),
+            false => std::borrow::Cow::Owned(path.components().collect()),
+        };
         let Some(name) = path.file_name() else {
             return kind_of(&path);
         };
@@ -89,7 +94,7 @@ impl Listings {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
-        if let Some(known) = lock().get(dir) {
+        if let Some(known) = lock().get(dir.as_os_str()) {
             return Arc::clone(known);
         }
         let has_parent =
@@ -101,8 +106,23 @@ impl Listings {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             read_listing(dir)
         };
-        Arc::clone(lock().entry(dir.to_path_buf()).or_insert(Arc::new(listed)))
+        Arc::clone(
+            lock()
+                .entry(dir.as_os_str().to_owned())
+                .or_insert(Arc::new(listed)),
+        )
     }
+}
+
+/// Whether `path` is spelled as its components put together again spell
+/// it: no `//`, no `/./`, no trailing `/` or `/.` (a leading `./` stays).
+fn spelled_plainly(path: &Path) -> bool {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    bytes.len() > 1
+        && !bytes.ends_with(b"/")
+        && !bytes.ends_with(b"/.")
+        && memchr::memmem::find(bytes, b"//").is_none()
+        && memchr::memmem::find(bytes, b"/./").is_none()
 }
 
 /// What `path` is, asked of the file system (following links).
@@ -166,6 +186,11 @@ mod tests {
             "pkg/__init__.py/x",
             "pkg/sub/..",
             "pkg/./sub",
+            "pkg//sub",
+            "pkg/sub/",
+            "pkg/sub/.",
+            "pkg//sub//mod.py",
+            "pkg/./sub/./mod.py",
         ];
         for case in cases {
             let path = root.join(case);
