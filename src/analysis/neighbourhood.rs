@@ -280,7 +280,12 @@ impl ProjectIndex<'_> {
             };
             found.files.push(path);
             for word in words.iter() {
-                found.words.entry(word.clone()).or_default().push(index);
+                match found.words.get_mut(word) {
+                    Some(files) => files.push(index),
+                    None => {
+                        found.words.insert(word.into(), vec![index]);
+                    }
+                }
             }
         }
         let files = &found.files;
@@ -296,7 +301,7 @@ impl ProjectIndex<'_> {
 /// the order of [`keyword_slot`]), as CPython reads names (NFKC), from one
 /// read of the file; `None` twice for a file that cannot be read or
 /// decoded.
-fn defined_by_keyword(path: &Path) -> [Option<std::collections::HashSet<Box<str>>>; 2] {
+fn defined_by_keyword(path: &Path) -> [Option<crate::analysis::unparsed::WordSet>; 2] {
     let Some(source) =
         crate::source::read_file_limited(path, crate::source::MAX_SOURCE_BYTES, "a Python source")
             .ok()

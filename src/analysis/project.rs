@@ -100,7 +100,7 @@ pub(super) type NeighbourhoodWords = FastMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
 type HeldAnswers = FastMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
 
 /// The names a file defines with one keyword, as read from its text.
-pub(super) type DefinedWords = Option<Arc<std::collections::HashSet<Box<str>>>>;
+pub(super) type DefinedWords = Option<Arc<crate::analysis::unparsed::WordSet>>;
 
 /// Where a dotted module name is: an indexed module, or the file that holds it.
 /// The modules one module imports: each indexed, or the file that holds it.

@@ -205,11 +205,11 @@ pub(crate) fn defines(text: &str, keyword: &str, word: &str) -> bool {
 /// name up to the first byte that is no name byte. `defines(text, keyword,
 /// word)` is `defined_words(text, keyword).contains(word)` for every name
 /// `word`; a file's set is made once and asked for many names.
-pub(crate) fn defined_words(text: &str, keyword: &str) -> std::collections::HashSet<Box<str>> {
+pub(crate) fn defined_words(text: &str, keyword: &str) -> WordSet {
     let bytes = text.as_bytes();
     let is_word = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
     let is_blank = |b: u8| matches!(b, b' ' | b'\t' | b'\x0c' | b'\\' | b'\n' | b'\r');
-    let mut words = std::collections::HashSet::new();
+    let mut words = WordSet::default();
     for at in memchr::memmem::find_iter(bytes, keyword.as_bytes()) {
         if at > 0 && is_word(bytes[at - 1]) {
             continue;
@@ -227,10 +227,62 @@ pub(crate) fn defined_words(text: &str, keyword: &str) -> std::collections::Hash
         if end > start
             && let Some(name) = text.get(start..end)
         {
-            words.insert(Box::from(name));
+            words.push(name);
         }
     }
+    words.seal();
     words
+}
+
+/// A set of names in two allocations: their text one after another, and
+/// their spans there, sorted by name (a file's names are made once and
+/// asked for many times; one allocation per name cost more than the
+/// asking).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct WordSet {
+    text: String,
+    spans: Vec<(u32, u32)>,
+}
+
+impl WordSet {
+    fn push(&mut self, word: &str) {
+        // A file is far below 4 GiB (see `source::MAX_SOURCE_BYTES`).
+        let (Ok(start), Ok(end)) = (
+            u32::try_from(self.text.len()),
+            u32::try_from(self.text.len() + word.len()),
+        ) else {
+            return;
+        };
+        self.text.push_str(word);
+        self.spans.push((start, end));
+    }
+
+    fn word(&self, (start, end): (u32, u32)) -> &str {
+        &self.text[start as usize..end as usize]
+    }
+
+    /// Sorts the names and drops repeats.
+    fn seal(&mut self) {
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.sort_unstable_by(|&a, &b| self.word(a).cmp(self.word(b)));
+        spans.dedup_by(|a, b| self.word(*a) == self.word(*b));
+        self.spans = spans;
+    }
+
+    pub(crate) fn contains(&self, word: &str) -> bool {
+        self.spans
+            .binary_search_by(|&span| self.word(span).cmp(word))
+            .is_ok()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The names, in order, each once.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.spans.iter().map(|&span| self.word(span))
+    }
 }
 
 #[cfg(test)]
