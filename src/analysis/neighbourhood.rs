@@ -70,7 +70,9 @@ impl ProjectIndex<'_> {
                 },
                 Err(_) => continue,
             };
-            if !found.iter().any(|m| m.path == target.path) {
+            // One path, one module's facts: the index and the cache of
+            // modules read on demand hand out the same facts for a path.
+            if !found.iter().any(|m| Arc::ptr_eq(m, &target)) {
                 found.push(target);
             }
         }
