@@ -119,10 +119,12 @@ impl ProjectIndex<'_> {
     /// Whether the file at `path` may define `word` with `keyword`: its
     /// text (in NFKC, as CPython reads names) has `keyword word`, with only
     /// blanks and line continuations between. A file that cannot be read
-    /// defines nothing (it is never indexed either).
+    /// defines nothing (it is never indexed either). Asked of the text
+    /// alone, whether or not some thread has read the module by now: the
+    /// answer must not depend on the order the workers ran in.
     fn may_define(&self, path: &Path, keyword: &str, word: &str) -> bool {
-        if self.by_path.contains_key(path) || self.lock().contains_key(path) {
-            // Indexed already: its definitions are at hand.
+        if self.by_path.contains_key(path) {
+            // Indexed: its definitions are at hand.
             return true;
         }
         let slot = keyword_slot(keyword);
@@ -440,5 +442,74 @@ fn held_receiver(caller: &FunctionFact, call: &CallFact) -> Held {
         Held::Object
     } else {
         Held::Not
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use crate::analysis::module_facts::ModuleFacts;
+    use crate::analysis::project::{ModuleCache, ProjectIndex};
+    use crate::analysis::vocabulary::Vocabulary;
+
+    /// Where a name is looked up does not depend on which modules some
+    /// worker happened to read before: a module the run read for another
+    /// reason is no neighbour for a name its text does not define.
+    #[test]
+    fn a_neighbourhood_does_not_depend_on_what_was_read_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("pkg/__init__.py", ""),
+            (
+                "pkg/a.py",
+                "from pkg import b, c\n\ndef run(x):\n    x.helper()\n",
+            ),
+            ("pkg/b.py", "def helper(self):\n    pass\n"),
+            ("pkg/c.py", "def other():\n    pass\n"),
+        ];
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+        }
+        let vocabulary = Vocabulary::default();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let a_path = dir.path().join("pkg/a.py");
+        let a_text = files[1].1;
+        let tree = crate::parse::parse(a_text).unwrap();
+        let a = Arc::new(ModuleFacts::build(
+            &a_path,
+            tree.root_node(),
+            a_text,
+            &vocabulary,
+            None,
+            None,
+            &crate::analysis::listings::Listings::default(),
+        ));
+        let names = |read_first: bool| {
+            let index = ProjectIndex::new(
+                vec![Arc::clone(&a)],
+                &vocabulary,
+                Arc::new(ModuleCache::confined(crate::confine::Confinement::new(
+                    &[root.clone()],
+                    crate::discover::Selection::default(),
+                ))),
+            );
+            if read_first {
+                index.load(&dir.path().join("pkg/c.py")).unwrap();
+            }
+            let mut names: Vec<String> = index
+                .neighbourhood(&a, "def", "helper")
+                .iter()
+                .map(|m| m.module.clone())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(names(false), ["pkg.a", "pkg.b"]);
+        assert_eq!(names(true), names(false));
     }
 }
