@@ -494,7 +494,7 @@ mod tests {
                 vec![Arc::clone(&a)],
                 &vocabulary,
                 Arc::new(ModuleCache::confined(crate::confine::Confinement::new(
-                    &[root.clone()],
+                    std::slice::from_ref(&root),
                     crate::discover::Selection::default(),
                 ))),
             );

@@ -46,7 +46,7 @@ pub struct ProjectIndex<'v> {
     /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
     /// name: asked for every call of a method on a value of unknown type.
     /// Keyed by the module's facts (their address; the entry holds them).
-    pub(super) neighbourhoods: Mutex<FastMap<usize, (Arc<ModuleFacts>, [NeighbourhoodWords; 2])>>,
+    pub(super) neighbourhoods: Mutex<FastMap<usize, Neighbourhoods>>,
     /// [`ProjectIndex::imported`]'s answers, by the module's facts (their
     /// address; the entry holds them).
     pub(super) imported: Mutex<FastMap<usize, (Arc<ModuleFacts>, Imported)>>,
@@ -58,7 +58,7 @@ pub struct ProjectIndex<'v> {
     pub(super) module_files: Mutex<FastMap<ModuleFilesKey, FastMap<String, ModuleFile>>>,
     /// [`ProjectIndex::module_file`]'s answers, by the asking module's
     /// facts (their address, with their path to check it) and dotted name.
-    pub(super) module_files_near: Mutex<FastMap<usize, (PathBuf, FastMap<Box<str>, ModuleFile>)>>,
+    pub(super) module_files_near: Mutex<FastMap<usize, NearModuleFiles>>,
     /// [`ProjectIndex::search_roots`]'s answers, by import root and the
     /// first part of the dotted name.
     pub(super) search_roots: Mutex<FastMap<Option<PathBuf>, SearchRoots>>,
@@ -94,6 +94,14 @@ pub(super) type Dispatchers =
 pub(super) type ModuleFilesKey = (Option<PathBuf>, bool, Option<PathBuf>);
 
 pub(super) type NeighbourhoodWords = FastMap<Box<str>, Arc<[Arc<ModuleFacts>]>>;
+
+/// One module's neighbourhoods, by keyword and name, with the module's
+/// facts (held, so that their address keys the entry while it lives).
+pub(super) type Neighbourhoods = (Arc<ModuleFacts>, [NeighbourhoodWords; 2]);
+
+/// The module files one module's imports name, with that module's path
+/// (to check the address the entry is keyed by).
+pub(super) type NearModuleFiles = (PathBuf, FastMap<Box<str>, ModuleFile>);
 
 /// What attributes of a module hold, by the module's facts (their
 /// address), attribute and method.

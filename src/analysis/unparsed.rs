@@ -323,7 +323,7 @@ mod tests {
                 for word in words.iter().filter(|w| !w.is_empty()) {
                     assert_eq!(
                         defines(text, keyword, word),
-                        set.contains(*word),
+                        set.contains(word),
                         "{keyword} {word} in {text:?}"
                     );
                 }

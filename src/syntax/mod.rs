@@ -10,38 +10,8 @@ use crate::error::Position;
 use crate::queries::Combined;
 use crate::source::line_start;
 
-/// A node's child by field name, the field's id found once per run in a
-/// sorted table of the grammar's field names: tree-sitter's own
-/// `child_by_field_name` compares the name with every field name of the
-/// grammar at each call, and the analysis asks for fields everywhere.
-pub trait Field<'t> {
-    fn field(&self, name: &str) -> Option<Node<'t>>;
-}
-
-impl<'t> Field<'t> for Node<'t> {
-    #[inline]
-    fn field(&self, name: &str) -> Option<Node<'t>> {
-        field_id(name).and_then(|id| self.child_by_field_id(id))
-    }
-}
-
-/// The grammar's id for the field `name`, if it has one.
-fn field_id(name: &str) -> Option<u16> {
-    static IDS: std::sync::LazyLock<Vec<(String, u16)>> = std::sync::LazyLock::new(|| {
-        let language = crate::queries::language();
-        let mut ids: Vec<(String, u16)> = (1..=language.field_count())
-            .filter_map(|id| {
-                let id = u16::try_from(id).ok()?;
-                Some((language.field_name_for_id(id)?.to_owned(), id))
-            })
-            .collect();
-        ids.sort_unstable();
-        ids
-    });
-    IDS.binary_search_by(|(field, _)| field.as_str().cmp(name))
-        .ok()
-        .map(|at| IDS[at].1)
-}
+mod fields;
+pub use fields::Field;
 
 pub fn text_of<'a>(node: Node<'_>, text: &'a str) -> &'a str {
     &text[node.byte_range()]
