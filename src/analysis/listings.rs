@@ -116,9 +116,12 @@ impl Listings {
 
 /// Whether `path` is spelled as its components put together again spell
 /// it: no `//`, no `/./`, no trailing `/` or `/.` (a leading `./` stays).
+/// Only asked on Unix, where `/` is the one separator; elsewhere every path
+/// is rebuilt.
 fn spelled_plainly(path: &Path) -> bool {
     let bytes = path.as_os_str().as_encoded_bytes();
-    bytes.len() > 1
+    cfg!(unix)
+        && bytes.len() > 1
         && !bytes.ends_with(b"/")
         && !bytes.ends_with(b"/.")
         && memchr::memmem::find(bytes, b"//").is_none()
