@@ -500,6 +500,14 @@ impl Discovered {
         self.add_found((identity(&module.path), fact.line, fact.column), why);
     }
 
+    /// Records a leaf layer's own `forward` as found by use, for `why`: its
+    /// name is no needle for the prefilter (every model file defines a
+    /// `forward`; the layer's file is parsed already).
+    pub(super) fn add_layer_forward(&mut self, module: &ModuleFacts, function: usize, why: &Found) {
+        let fact = &module.functions[function];
+        self.add_found((identity(&module.path), fact.line, fact.column), why);
+    }
+
     /// Records the function at `at` as found by use, for `why` (the first
     /// reason found is kept, a forward one over a backward one).
     fn add_found(&mut self, at: (PathBuf, usize, usize), why: &Found) {
@@ -534,6 +542,42 @@ impl Discovered {
                 qualname: step.qualname.clone(),
                 registered: true,
             });
+    }
+
+    /// Takes the functions of `steps` (what a forward's steps found, and
+    /// what runs inside them) as running inside `at`'s function `step`
+    /// (that forward, fenced as a whole): each is found `inside` it, its
+    /// evidence kept as its own.
+    pub(super) fn absorb_inside(&mut self, steps: Discovered, at: &ModuleFacts, step: usize) {
+        let fact = &at.functions[step];
+        let entry = EntryPoint {
+            path: at.path.clone(),
+            line: fact.line,
+            column: fact.column,
+            qualname: fact.qualname.clone(),
+            registered: true,
+        };
+        for (key, _) in steps.functions {
+            let why = Found {
+                how: "inside",
+                detail: format!(
+                    "reached from the step {} ({}:{})",
+                    fact.qualname,
+                    at.path.display(),
+                    fact.line
+                ),
+                path: at.path.clone(),
+                line: fact.line,
+                backward: None,
+            };
+            self.add_found(key.clone(), &why);
+            self.inside.entry(key).or_default().insert(entry.clone());
+        }
+        self.names.extend(steps.names);
+        // What ran inside those steps runs inside the forward too.
+        for key in steps.inside.into_keys() {
+            self.inside.entry(key).or_default().insert(entry.clone());
+        }
     }
 
     /// Records `module`'s function `function` as calling the protocol

@@ -6,6 +6,8 @@
 //!
 //! - [`in_place_moves`]: whether a file's text may move a module in place,
 //!   read before it is parsed (a sign the prefilter asks for);
+//! - [`leaf_layers`]: torch's weight-holding layers by name, and whether a
+//!   file's text may subclass one (another sign the prefilter asks for);
 //! - [`prefilter`]: the names a file must spell to matter, searched in its bytes;
 //! - [`unparsed`]: what the prefilter keeps of a file it does not parse;
 //! - [`vocabulary`]: what the tool knows by name (hook methods, registrars,
@@ -39,6 +41,9 @@
 //! - [`fence_imports`]: fences another module of the project defines;
 //! - [`chain`]: evidence through calls, from a hook to offload work;
 //! - [`discovery`]: hooks found by use (forward wrappers, register calls);
+//! - [`compute`]: what runs a model's compute (never fenced itself);
+//! - [`layer_transfer`]: a leaf layer whose forward brings its own weight in
+//!   for each call, the fence point of that one layer;
 //! - [`roots`], [`inside`]: the steps a forward calls, and what runs inside
 //!   each step (covered where the step is fenced);
 //! - [`verdict`]: each hook site's status, reason and evidence.
@@ -57,6 +62,7 @@ pub mod arguments;
 pub mod bound;
 pub mod chain;
 pub mod compile_decorators;
+pub mod compute;
 pub mod discovery;
 pub mod effects;
 pub mod evidence;
@@ -70,6 +76,8 @@ pub mod in_place_moves;
 pub mod inline_work;
 pub mod inside;
 pub mod installs;
+pub mod layer_transfer;
+pub mod leaf_layers;
 pub mod lineage;
 pub mod listings;
 pub mod matcher;

@@ -87,6 +87,10 @@ pub struct ModuleFacts {
     /// `x.attr = name` anywhere in the module, by attribute: the name and
     /// the function the assignment stands in (`queries/handed.scm`).
     pub held: HashMap<String, Vec<(String, Option<usize>)>>,
+    /// Indexed only for the forwards of its leaf layers (see
+    /// `crate::analysis::leaf_layers::ForwardRoots::LayersOnly`): its other forwards' steps
+    /// are not asked for.
+    pub layers_only: bool,
     /// [`ModuleFacts::functions`] by name, then by the function they are
     /// nested in, in order: a call's callee is a look-up, not a scan of
     /// every function (nor of every nested function of that name).

@@ -11,6 +11,7 @@
 //! no new class name turns up. Everything else cannot change the result and
 //! is never parsed.
 
+use crate::analysis::leaf_layers::ForwardRoots;
 use aho_corasick::AhoCorasick;
 
 /// The method a forward replacement replaces, and the attribute a class
@@ -448,13 +449,19 @@ pub const FORWARD_ROOT_SIGNS: &[&str] = &[
 /// Whether `text` can hold a module forward the analysis takes as a root
 /// (see `analysis::roots`): it defines `forward` (after `def`, as the
 /// prefilter's [`Context::Defined`] reads it) and holds a sign of weight
-/// work ([`FORWARD_ROOT_SIGNS`]). The same test with and without the
+/// work ([`FORWARD_ROOT_SIGNS`]), or a torch leaf layer's subclass (for its
+/// forwards only, [`ForwardRoots`]). The same test with and without the
 /// prefilter, so that it cannot change an answer; a forward in a file with
-/// no such sign is not looked at (a model's forward, calling compute). A file that defines a tensor subclass's `__torch_function__`
-/// is indexed whatever it spells (a parameter subclass dispatches to hook
-/// objects from there), and so is one that compiles a function where it is
-/// defined (`@torch.compile`, see `compile_decorators`).
+/// no such sign is not looked at (a model's forward). A file defining a
+/// tensor subclass's `__torch_function__` is indexed whatever it spells (it
+/// may dispatch to hook objects), and so is one that compiles a function
+/// where it is defined (`@torch.compile`, see `compile_decorators`).
 pub fn may_define_forward(text: &str) -> bool {
+    may_root_forwards(text) != ForwardRoots::None
+}
+
+/// [`may_define_forward`], saying which forwards.
+pub fn may_root_forwards(text: &str) -> ForwardRoots {
     static NEEDLES: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(FORWARD)]));
     static SIGNS: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
@@ -462,17 +469,22 @@ pub fn may_define_forward(text: &str) -> bool {
     });
     static TORCH_FUNCTION: std::sync::LazyLock<Needles> =
         std::sync::LazyLock::new(|| Needles::new([Needle::defined(TORCH_FUNCTION_HOOK)]));
-    // Cheapest first: most files spell neither name at all (as CPython
-    // reads names, after NFKC, which is what the needles search too).
     let normal = crate::analysis::shadow::nfkc(text);
     let spells = |name: &str| memchr::memmem::find(normal.as_bytes(), name.as_bytes()).is_some();
-    (spells(FORWARD)
-        && NEEDLES.scan_normal(&normal).needed
+    let defines_forward = spells(FORWARD) && NEEDLES.scan_normal(&normal).needed;
+    if (defines_forward
         && (crate::analysis::in_place_moves::spells_a_sign(&SIGNS, text)
             || crate::analysis::in_place_moves::moves_a_module_in_place(text)))
         || (spells(TORCH_FUNCTION_HOOK) && TORCH_FUNCTION.scan_normal(&normal).needed)
         || ((spells("compile") || spells("optimize"))
             && crate::analysis::compile_decorators::compiles_where_defined(&normal))
+    {
+        ForwardRoots::All
+    } else if defines_forward && crate::analysis::leaf_layers::may_define_a_transfer_layer(text) {
+        ForwardRoots::LayersOnly
+    } else {
+        ForwardRoots::None
+    }
 }
 
 /// A tensor subclass's op hook: torch calls it for every op on its

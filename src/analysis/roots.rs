@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::analysis::effects::judge::{Role, forward_roles, judge_with, neighbour_roles};
 use crate::analysis::effects::local::Kind;
-use crate::analysis::effects::record::{StepEvidence, Target};
+use crate::analysis::effects::record::{Effect, StepEvidence, Target};
 use crate::analysis::effects::value::Root;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::project::{FunctionRef, ProjectIndex};
@@ -31,42 +31,6 @@ const MOST_COMPUTE_DEPTH: usize = 4;
 /// How many calls deep from a parameter subclass's `__torch_function__`
 /// hook objects are looked for.
 const MOST_DISPATCH_DEPTH: usize = 3;
-
-/// Methods every `nn.Module` has: `self.to(...)` is no call of a submodule.
-const MODULE_METHODS: &[&str] = &[
-    "to",
-    "cuda",
-    "cpu",
-    "half",
-    "float",
-    "double",
-    "bfloat16",
-    "type",
-    "apply",
-    "parameters",
-    "named_parameters",
-    "buffers",
-    "named_buffers",
-    "modules",
-    "named_modules",
-    "children",
-    "named_children",
-    "state_dict",
-    "load_state_dict",
-    "train",
-    "eval",
-    "requires_grad_",
-    "zero_grad",
-    "get_submodule",
-    "get_parameter",
-    "get_buffer",
-    "register_buffer",
-    "register_parameter",
-    "register_module",
-    "add_module",
-    "extra_repr",
-    "_get_name",
-];
 
 /// A function whose calls are still to look at: it, how deep in the compute
 /// the root runs it is, the root's call that leads there (its index and
@@ -122,9 +86,26 @@ impl ProjectIndex<'_> {
                     .map(|(method, class)| (module, method, class)),
             );
         }
-        let found: Vec<(Discovered, Vec<StepEvidence>)> = roots
+        // Whether each forward of a class may copy its own weight in (see
+        // `layer_transfer`), and the leaf layer its class derives from where
+        // it may (one pass over their lineages, kept).
+        let mut layers = crate::analysis::layer_transfer::LeafLayers::new();
+        let copies: Vec<(bool, Option<String>)> = roots
+            .iter()
+            .map(|&(module, method, class)| match class {
+                Some(class)
+                    if !module.functions[method].compiled
+                        && self.may_copy_own_weight(module, method) =>
+                {
+                    (true, self.leaf_layer_base(module, class, &mut layers))
+                }
+                _ => (false, None),
+            })
+            .collect();
+        let found: Vec<(Discovered, Vec<StepEvidence>, Option<Effect>)> = roots
             .par_iter()
-            .map(|&(module, method, _)| {
+            .enumerate()
+            .map(|(index, &(module, method, _))| {
                 let function = &module.functions[method];
                 let (how, root) = match function.compiled && function.name != "forward" {
                     true => ("compile-call", "compiled function"),
@@ -152,6 +133,17 @@ impl ProjectIndex<'_> {
                 };
                 let mut found = Discovered::default();
                 let mut evidence = Vec::new();
+                // The copy of its own weight a leaf layer's forward takes;
+                // in a file indexed for its leaf layers alone, only theirs.
+                let (may_copy, leaf) = &copies[index];
+                let copied = (*may_copy
+                    && (leaf.is_some()
+                        || (!module.layers_only && self.runs_one_op(module, method))))
+                .then(|| self.own_weight_copied(module, method))
+                .flatten();
+                if module.layers_only {
+                    return (found, evidence, copied);
+                }
                 let roles = match how {
                     // A compiled plain function is handed inputs, no module.
                     "compile-call" if !function.is_method => {
@@ -160,11 +152,38 @@ impl ProjectIndex<'_> {
                     _ => forward_roles(function),
                 };
                 self.steps_of(module, method, roles, &why, &mut found, &mut evidence);
-                (found, evidence)
+                (found, evidence, copied)
             })
             .collect();
         let mut known = crate::analysis::lineage::ModuleClasses::new();
-        for (&(module, method, class), (found, evidence)) in roots.iter().zip(found) {
+        for (index, (&(module, method, class), (mut found, mut evidence, copied))) in
+            roots.iter().zip(found).enumerate()
+        {
+            if let (Some(class), Some(copied)) = (class, copied)
+                && let Some(base) = copies[index].1.clone().or_else(|| {
+                    // A module of the project's own that runs one op with its
+                    // own weight, calling no submodule.
+                    (self.runs_one_op(module, method)
+                        && self.may_be_module(module, class, &mut known))
+                    .then(|| "module that calls no submodule".to_owned())
+                })
+            {
+                // The steps it calls run inside it: covered where it is
+                // fenced, their evidence kept as theirs.
+                let steps = std::mem::take(&mut found);
+                for kept in &mut evidence {
+                    kept.2 = true;
+                }
+                self.layer_forward(
+                    module,
+                    method,
+                    (class, &base),
+                    copied,
+                    &mut found,
+                    &mut evidence,
+                );
+                found.absorb_inside(steps, module, method);
+            }
             if found == Discovered::default() && evidence.is_empty() {
                 continue;
             }
@@ -665,63 +684,12 @@ impl ProjectIndex<'_> {
     /// function handed to `checkpoint`.
     pub(super) fn runs_compute(&self, function: &FunctionRef) -> bool {
         let (module, index) = function;
+        let module: &ModuleFacts = module;
         let fact = &module.functions[*index];
-        if crate::analysis::discovery::is_forward_name(&fact.name) || fact.name == "__call__" {
-            return true;
-        }
-        fact.calls.iter().any(|call| match &call.callee {
-            Callee::Name(name) => {
-                crate::analysis::discovery::is_forward_name(name)
-                    || name.rsplit('.').next() == Some("checkpoint")
-                    || (call.opaque && fact.parameters.iter().any(|p| p == name))
-            }
-            Callee::Method { receiver, method } => {
-                if crate::analysis::discovery::is_forward_name(method) || method == "checkpoint" {
-                    return true;
-                }
-                // `self.block(x)`: an attribute called, not a method.
-                receiver.as_deref() == Some("self")
-                    && fact.is_method
-                    && !fact.static_method
-                    && !MODULE_METHODS.contains(&method.as_str())
-                    && !method.starts_with("__")
-                    && fact
-                        .self_class
-                        .as_ref()
-                        .is_some_and(|class| !defines_method(module, class, method))
-            }
-        })
+        crate::analysis::discovery::is_forward_name(&fact.name)
+            || fact.name == "__call__"
+            || crate::analysis::compute::calls_compute(module, fact)
     }
-}
-
-/// Whether `class` of `module`, or a base class defined in the same module,
-/// defines `method` (bases in other files are not read: a name called on
-/// `self` that no class at hand defines counts as an attribute called).
-fn defines_method(module: &ModuleFacts, class: &str, method: &str) -> bool {
-    let mut pending = vec![class];
-    let mut seen: HashSet<&str> = HashSet::new();
-    while let Some(name) = pending.pop() {
-        if !seen.insert(name) {
-            continue;
-        }
-        let Some(facts) = module.classes.get(name) else {
-            continue;
-        };
-        if facts
-            .methods
-            .iter()
-            .any(|&i| module.functions[i].name == method)
-        {
-            return true;
-        }
-        pending.extend(
-            facts
-                .bases
-                .iter()
-                .map(|b| b.rsplit('.').next().unwrap_or(b)),
-        );
-    }
-    false
 }
 
 /// The classes of `module` that are parameters: `nn.Parameter` (any

@@ -159,13 +159,13 @@ pub(crate) fn load_parsed(
         // Asked of the file's own text, as the prefilter asks it, not of
         // the shadow the matcher reads (which blanks lines CPython joins).
         let original = source.text.as_str();
-        (!facts.candidates.is_empty()
+        let other_reason = !facts.candidates.is_empty()
             || !facts.unresolved.is_empty()
             || prefilter::may_replace_forward(original)
-            || prefilter::may_swap_class(original)
-            || prefilter::may_define_forward(original))
-        .then(|| {
-            std::sync::Arc::new(module_facts::ModuleFacts::build(
+            || prefilter::may_swap_class(original);
+        let roots = prefilter::may_root_forwards(original);
+        (other_reason || roots != crate::analysis::leaf_layers::ForwardRoots::None).then(|| {
+            let mut module = module_facts::ModuleFacts::build(
                 path,
                 root,
                 text,
@@ -173,7 +173,10 @@ pub(crate) fn load_parsed(
                 Some(&facts.model),
                 Some(register_calls),
                 &options.module_cache.listings,
-            ))
+            );
+            module.layers_only =
+                !other_reason && roots == crate::analysis::leaf_layers::ForwardRoots::LayersOnly;
+            std::sync::Arc::new(module)
         })
     };
     let (mut facts, module, tree) = match &shadow {

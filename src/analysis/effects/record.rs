@@ -94,6 +94,30 @@ pub struct Effect {
 }
 
 impl Effect {
+    /// The sign `local` of the body of a function of the file `path`, on
+    /// `target` (`kind` and `detail` as the summary words them), in that
+    /// function's own body.
+    pub(crate) fn own(
+        local: &crate::analysis::effects::local::LocalEffect,
+        kind: Kind,
+        target: Target,
+        detail: String,
+        path: &std::path::Path,
+    ) -> Effect {
+        Effect {
+            kind,
+            target,
+            detail,
+            via: local.on.as_ref().and_then(|v| v.via.clone()),
+            path: path.to_path_buf(),
+            line: local.line,
+            chain: None,
+            length: 0,
+            acts: local.acts,
+            measured: false,
+        }
+    }
+
     /// The steps of its chain, in order.
     pub fn steps(&self) -> Vec<Step> {
         let mut steps = Vec::new();
@@ -116,6 +140,10 @@ impl Effect {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub effects: Vec<Effect>,
+    /// Copies of tensors it did not make taken to a device for one use,
+    /// directly or through what it calls (see `LocalFacts::staged`): no
+    /// effect; only a leaf layer's own forward is judged by them.
+    pub staged: Vec<Effect>,
     pub returns: Vec<Target>,
     /// What it returns is new storage (`torch.empty(0, ...)`, or what a
     /// callee that does so returns): stored into `p.data`, it frees or
@@ -174,6 +202,7 @@ impl BestEffects {
         }
         Summary {
             effects,
+            staged: Vec::new(),
             returns: Vec::new(),
             returns_storage: false,
             measures: false,

@@ -361,20 +361,27 @@ impl ProjectIndex<'_> {
             };
             for target in targets {
                 keep(
-                    Effect {
-                        kind,
-                        target,
-                        detail: detail.clone(),
-                        via: local.on.as_ref().and_then(|v| v.via.clone()),
-                        path: module.path.clone(),
-                        line: local.line,
-                        chain: None,
-                        length: 0,
-                        acts: local.acts,
-                        measured: false,
-                    },
+                    Effect::own(local, kind, target, detail.clone(), &module.path),
                     &mut effects,
                 );
+            }
+        }
+        // Copies taken to a device for one use: their own list.
+        let mut staged = BestEffects::default();
+        for local in &function.local.staged {
+            let Some(val) = &local.on else { continue };
+            for mut target in resolver.targets(val, 0) {
+                if matches!(target, Target::Param { .. })
+                    && judge_attribute(&mut target, module, function)
+                {
+                    staged.add(Effect::own(
+                        local,
+                        local.kind,
+                        target,
+                        local.detail.clone(),
+                        &module.path,
+                    ));
+                }
             }
         }
         let mut measures = false;
@@ -390,7 +397,7 @@ impl ProjectIndex<'_> {
                     for callee in callees.iter() {
                         if let Some(summary) = summary_of(callee) {
                             measures |= callee.0.functions[callee.1].local.measures;
-                            quiet &= summary.effects.is_empty();
+                            quiet &= summary.effects.is_empty() && summary.staged.is_empty();
                         }
                     }
                     ListFacts {
@@ -425,7 +432,7 @@ impl ProjectIndex<'_> {
                     continue;
                 };
                 measures |= callee.0.functions[callee.1].local.measures;
-                if summary.effects.is_empty() {
+                if summary.effects.is_empty() && summary.staged.is_empty() {
                     continue;
                 }
                 let callee_fact = &callee.0.functions[callee.1];
@@ -440,8 +447,20 @@ impl ProjectIndex<'_> {
                 {
                     continue;
                 }
-                for effect in resolver.effects_through(i, callee, &summary) {
+                for effect in resolver.effects_through(i, callee, &summary.effects) {
                     keep(effect, &mut effects);
+                }
+                // Followed a few calls up (a layer's forward, its cast
+                // method, the shared fetch, the helper that copies), and
+                // only as what the function was handed: a copy of
+                // something else is no layer's weight.
+                for mut effect in resolver.effects_through(i, callee, &summary.staged) {
+                    if effect.length <= MOST_STAGED_LENGTH
+                        && matches!(effect.target, Target::Param { .. })
+                        && judge_attribute(&mut effect.target, module, function)
+                    {
+                        staged.add(effect);
+                    }
                 }
             }
         }
@@ -459,6 +478,7 @@ impl ProjectIndex<'_> {
         }
         returns.sort();
         let mut summary = effects.into_summary();
+        summary.staged = staged.into_summary().effects;
         summary.returns = returns;
         summary.returns_storage = function.local.returns_storage
             || function.local.returns.iter().any(|val| match val.root {
@@ -535,7 +555,7 @@ impl ProjectIndex<'_> {
         let summary_of = |f: &FunctionRef| Some(self.summary(f));
         let resolver = Resolver::of(self, &caller.0, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
-        let mut effects = resolver.effects_through(call, callee, &summary);
+        let mut effects = resolver.effects_through(call, callee, &summary.effects);
         effects.retain_mut(|effect| judge_attribute(&mut effect.target, module, function));
         let mut mapped = Summary::from_effects(effects);
         mapped.measures = summary.measures || callee.0.functions[callee.1].local.measures;
@@ -621,7 +641,12 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
     /// `summary`'s effects (the summary of `callee`, which this function
     /// calls at its call `call`) in this function's terms, each chain
     /// starting with the call.
-    fn effects_through(&self, call: usize, callee: &FunctionRef, summary: &Summary) -> Vec<Effect> {
+    fn effects_through(
+        &self,
+        call: usize,
+        callee: &FunctionRef,
+        summary: &[Effect],
+    ) -> Vec<Effect> {
         let callee_fact = &callee.0.functions[callee.1];
         let call_fact = &self.function.calls[call];
         let step = Step {
@@ -633,12 +658,9 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             call_line: Some(call_fact.line),
         };
         let mut effects = Vec::new();
-        self.index
-            .loaded
-            .summaries
-            .count_mapped(summary.effects.len());
+        self.index.loaded.summaries.count_mapped(summary.len());
         let ctx_held = self.ctx_held_arguments(call, callee);
-        for effect in &summary.effects {
+        for effect in summary {
             let targets = match ctx_held(&effect.target) {
                 // A tensor saved for backward is never moved in place: a
                 // moved or cast copy of it used as a value is compute; and
@@ -674,6 +696,10 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
         effects
     }
 }
+
+/// How many calls up a copy taken for one use is followed (see
+/// [`Summary::staged`]).
+const MOST_STAGED_LENGTH: u32 = 4;
 
 /// Most values a summary says a function returns.
 const MOST_RETURNS: usize = 8;

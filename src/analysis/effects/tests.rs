@@ -405,3 +405,47 @@ fn what_modules_find_in_parallel_keeps_the_first_reason_in_module_order() {
         assert!(reasons[0].path.ends_with("install_0.py"), "{reasons:?}");
     }
 }
+
+#[test]
+fn a_leaf_layer_lineage_is_read_once_whatever_its_depth() {
+    // A chain of 2,000 classes, each deriving from the one before, the
+    // first from torch's `nn.Linear`, asked from the deepest: every class
+    // of the chain gets its answer in that one pass, so asking each of the
+    // others afterwards reads nothing more (the work is linear in the
+    // chain, not quadratic).
+    let mut text = String::from("import torch\n\nclass C0(torch.nn.Linear):\n    pass\n");
+    for i in 1..2000 {
+        text.push_str(&format!("\nclass C{i}(C{}):\n    pass\n", i - 1));
+    }
+    let project = Project::new(&[("layers.py", &text)]);
+    let index = project.index();
+    let module = &project.modules[0];
+    let mut known = crate::analysis::layer_transfer::LeafLayers::new();
+    assert_eq!(
+        index
+            .leaf_layer_base(module, "C1999", &mut known)
+            .as_deref(),
+        Some("torch.nn.Linear")
+    );
+    assert_eq!(known.len(), 2000, "one answer per class of the chain");
+    for i in 0..2000 {
+        assert_eq!(
+            index
+                .leaf_layer_base(module, &format!("C{i}"), &mut known)
+                .as_deref(),
+            Some("torch.nn.Linear")
+        );
+    }
+    assert_eq!(known.len(), 2000, "nothing read twice");
+    // A class whose lineage ends in `nn.Module` is no leaf layer.
+    let project = Project::new(&[(
+        "blocks.py",
+        "import torch\n\nclass B(torch.nn.Module):\n    pass\n\nclass D(B):\n    pass\n",
+    )]);
+    let index = project.index();
+    let mut known = crate::analysis::layer_transfer::LeafLayers::new();
+    assert_eq!(
+        index.leaf_layer_base(&project.modules[0], "D", &mut known),
+        None
+    );
+}

@@ -52,6 +52,9 @@ pub struct Copied {
     pub non_blocking: bool,
     /// To pinned memory.
     pub pinned: bool,
+    /// The target could not be told (`.to(dt)`, `.to(**kwargs)`): counted
+    /// as a device in `device`.
+    pub unknown: bool,
 }
 
 /// How a value came to be module state, for the chain a user reads: "`p`

@@ -3,7 +3,8 @@
 
 use tree_sitter::Node;
 
-use super::{Acts, CallValues, Kind, Walker, copy_of, move_words, string_content};
+use super::copies::{copy_of, move_words};
+use super::{Acts, CallValues, Kind, Walker, string_content};
 use crate::analysis::effects::models::{FunctionModel, MethodModel};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::Field;
@@ -167,6 +168,28 @@ impl<'t> Walker<'_, 't> {
                     }
                     v
                 });
+                // A value it did not make (module state, or what it is
+                // handed), copied to a device it names and used; a copy
+                // handed to the host (`.cpu()`, for logging or a check) is
+                // none brought in.
+                if !statement
+                    && method != "cpu"
+                    && ((copied.device && !copied.unknown) || copied.pinned)
+                {
+                    for val in receiver.0.iter().filter(|v| {
+                        v.shape != Shape::Meta
+                            && v.copied.is_none()
+                            && matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_))
+                    }) {
+                        self.staged(
+                            receiver_node.unwrap_or(node),
+                            format!(
+                                "copies `{spelled}` to a device via .{method}(...) for its use here"
+                            ),
+                            val.clone(),
+                        );
+                    }
+                }
                 if statement || method == "to_empty" {
                     for val in receiver.0.into_iter().filter(|v| v.shape != Shape::Meta) {
                         self.moved_in_place(
@@ -230,6 +253,23 @@ impl<'t> Walker<'_, 't> {
                 let detail = format!("copies `{source_spelled}` into `{spelled}` via .copy_(...)");
                 if non_blocking || from_elsewhere || from_state {
                     let into_fresh = receiver.all_fresh();
+                    // A tensor made here filled from one it did not make,
+                    // across devices: a copy taken for its use.
+                    if into_fresh && (non_blocking || from_elsewhere) {
+                        for val in source.iter().filter(|v| {
+                            v.shape != Shape::Meta
+                                && matches!(
+                                    v.root,
+                                    Root::Param(_) | Root::Outer(_) | Root::Global(_)
+                                )
+                        }) {
+                            self.staged(node, detail.clone(), val.clone());
+                        }
+                        if let Some(name) = receiver_node.filter(|r| r.kind() == "identifier") {
+                            let name = text_of(name, text).to_owned();
+                            self.filled.push(name);
+                        }
+                    }
                     let targets = if into_fresh { source } else { receiver.clone() };
                     for val in targets.0 {
                         self.effect(Kind::CopyIn, node, detail.clone(), Some(val));

@@ -22,11 +22,12 @@ use std::collections::HashMap;
 use tree_sitter::Node;
 
 use crate::analysis::effects::models::{self};
-use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
+use crate::analysis::effects::value::{Root, Shape, Val, Vals};
 use crate::syntax::Field;
 use crate::syntax::text_of;
 
 mod calls;
+mod copies;
 mod expr;
 mod self_state;
 mod store;
@@ -202,6 +203,12 @@ impl CallValues {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LocalFacts {
     pub effects: Vec<LocalEffect>,
+    /// Copies of a tensor it did not make, taken to a device for one use
+    /// (`w = self.weight.to(x.device)`, `F.linear(x, layer.bias.cuda())`):
+    /// compute dynamo traces, kept apart from `effects` (no hook's verdict
+    /// reads them); only a leaf layer's own forward is judged by them, where
+    /// the tensor is its own weight (see `ProjectIndex::layer_transfers`).
+    pub staged: Vec<LocalEffect>,
     /// By start byte, in order.
     pub calls: Vec<CallValues>,
     /// `self.<attr>` set (or filled: `append`, `[k] =`) here.
@@ -216,6 +223,11 @@ pub struct LocalFacts {
     pub first_param_stores: Vec<(Box<str>, Vals)>,
     /// A `return` hands back new storage (`torch.empty(0, ...)`).
     pub returns_storage: bool,
+    /// A `return` hands back a moved or cast copy of a value it did not
+    /// make (`return t.to(device)`, `return weight, bias` after `weight =
+    /// layer.weight.to(...)`, a tensor filled from one): it brings a tensor
+    /// over for its caller rather than computing with it.
+    pub returns_copy: bool,
     /// Its body yields: calling it runs none of it (a generator, or the
     /// function under `@contextmanager`); only iterating or entering the
     /// result does.
@@ -267,6 +279,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         depth: 0,
         timing: None,
         storage_held: Vec::new(),
+        filled: Vec::new(),
     };
     if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
@@ -309,6 +322,7 @@ impl LocalFacts {
             vals.0.shrink_to_fit();
         }
         self.effects.shrink_to_fit();
+        self.staged.shrink_to_fit();
         for call in &mut self.calls {
             if let Some(receiver) = &mut call.receiver {
                 shrink_vals(receiver);
@@ -346,6 +360,10 @@ struct Walker<'a, 't> {
     /// Names given new storage here (`buf = torch.empty(0)`,
     /// `CACHE[key] = torch.empty(0)`): returning them returns that storage.
     storage_held: Vec<String>,
+    /// Names of tensors made here and filled from one it did not make
+    /// (`r = torch.empty_like(w, device=d); r.copy_(w, non_blocking=True)`):
+    /// returning them hands back a copy (see [`LocalFacts::returns_copy`]).
+    filled: Vec<String>,
 }
 
 impl<'t> Walker<'_, 't> {
@@ -461,6 +479,11 @@ impl<'t> Walker<'_, 't> {
                         || held_name(value, self.text)
                             .is_some_and(|name| self.storage_held.iter().any(|h| h == name));
                     let vals = self.eval(value);
+                    self.facts.returns_copy |= vals.iter().any(|v| {
+                        v.copied.is_some()
+                            && v.shape != Shape::Meta
+                            && matches!(v.root, Root::Param(_) | Root::Outer(_) | Root::Global(_))
+                    }) || self.returns_filled(value);
                     self.facts.returns.extend(vals);
                 }
             }
@@ -659,49 +682,6 @@ pub(super) fn names_a_class(dotted: &str) -> bool {
     let last = dotted.rsplit('.').next().unwrap_or(dotted);
     last.starts_with(|c: char| c.is_ascii_uppercase())
         && last.chars().any(|c| c.is_ascii_lowercase())
-}
-
-/// What a `.to(...)`-like call copies to: a device, a dtype, either.
-pub(super) fn copy_of(method: &str, call: Node<'_>, text: &str) -> Copied {
-    let mut copied = Copied::default();
-    match method {
-        "cuda" | "cpu" | "xpu" | "npu" | "to_empty" => copied.device = true,
-        "half" | "float" | "double" | "bfloat16" | "type" => copied.dtype = true,
-        _ => {}
-    }
-    if let Some(arguments) = call.field("arguments") {
-        let mut cursor = arguments.walk();
-        for argument in arguments.named_children(&mut cursor) {
-            if argument.kind() == "keyword_argument"
-                && argument
-                    .field("name")
-                    .is_some_and(|n| text_of(n, text) == "non_blocking")
-            {
-                copied.non_blocking = argument
-                    .field("value")
-                    .is_none_or(|v| text_of(v, text) != "False");
-                continue;
-            }
-            match crate::analysis::arguments::argument_kind(argument, text) {
-                crate::analysis::arguments::Argument::Device => copied.device = true,
-                crate::analysis::arguments::Argument::Dtype => copied.dtype = true,
-                crate::analysis::arguments::Argument::Unknown => copied.device = true,
-                crate::analysis::arguments::Argument::Neither => {}
-            }
-        }
-    }
-    if !copied.device && !copied.dtype {
-        copied.device = true;
-    }
-    copied
-}
-
-pub(super) fn move_words(copied: Copied) -> (Kind, &'static str) {
-    if copied.device || copied.pinned {
-        (Kind::Move, "moves")
-    } else {
-        (Kind::Cast, "casts")
-    }
 }
 
 impl Walker<'_, '_> {

@@ -3,7 +3,8 @@
 
 use tree_sitter::Node;
 
-use super::{Acts, CallValues, Kind, Walker, allocates_storage, move_words};
+use super::copies::move_words;
+use super::{Acts, CallValues, Kind, Walker, allocates_storage};
 use crate::analysis::effects::models::{self, SAVED_TENSORS, is_saved_tensor};
 use crate::analysis::effects::value::{Copied, Root, Shape, Val, Vals};
 use crate::syntax::Field;

@@ -1,0 +1,3 @@
+class AutocastMixin:
+    def enable_autocast(self, on=True):
+        self._autocast = on
