@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::analysis::module_facts::{Callee, FunctionFact, ModuleFacts};
+use crate::analysis::module_facts::{CallFact, Callee, FunctionFact, ModuleFacts};
 
 /// Methods every `nn.Module` has: `self.to(...)` is no call of a submodule.
 const MODULE_METHODS: &[&str] = &[
@@ -47,7 +47,15 @@ const MODULE_METHODS: &[&str] = &[
 /// forward, a submodule held in an attribute (`self.module(...)`), a
 /// function it is handed, or a function handed to `checkpoint`.
 pub(super) fn calls_compute(module: &ModuleFacts, fact: &FunctionFact) -> bool {
-    fact.calls.iter().any(|call| match &call.callee {
+    fact.calls
+        .iter()
+        .any(|call| is_compute_call(module, fact, call))
+}
+
+/// Whether `call` (of `fact`, in `module`) runs a model's compute (see
+/// [`calls_compute`]).
+pub(super) fn is_compute_call(module: &ModuleFacts, fact: &FunctionFact, call: &CallFact) -> bool {
+    match &call.callee {
         Callee::Name(name) => {
             crate::analysis::discovery::is_forward_name(name)
                 || name.rsplit('.').next() == Some("checkpoint")
@@ -68,7 +76,18 @@ pub(super) fn calls_compute(module: &ModuleFacts, fact: &FunctionFact) -> bool {
                     .as_ref()
                     .is_some_and(|class| !defines_method(module, class, method))
         }
-    })
+    }
+}
+
+/// Whether `call` (of `fact`) runs the `forward` its class inherits
+/// (`super().forward(x)`): a method called on what `super()` returns, the
+/// two calls starting at the same byte.
+pub(super) fn is_base_forward(fact: &FunctionFact, call: &CallFact) -> bool {
+    matches!(&call.callee, Callee::Method { receiver: None, method } if method == "forward")
+        && fact.calls.iter().any(|other| {
+            other.start == call.start
+                && matches!(&other.callee, Callee::Name(name) if name == "super")
+        })
 }
 
 /// Whether `class` of `module`, or a base class defined in the same module,

@@ -124,7 +124,11 @@ impl ProjectIndex<'_> {
             return None;
         }
         let summary = self.summary(&(Arc::clone(module), method));
-        let own_weight = |target: &Target| matches!(target, Target::Param { index: 0, attr: Some(_), shape, .. } if *shape == Shape::Tensor);
+        let tensors = self.own_tensors(module, fact.self_class.as_deref());
+        let names_a_weight = |target: &Target| matches!(target, Target::Param { attr: Some(attr), .. } if tensors.holds(attr));
+        // A tensor of `self`: one by its use or name, or one its class
+        // stores a parameter in (`self.scale`).
+        let own_weight = |target: &Target| matches!(target, Target::Param { index: 0, attr: Some(attr), shape, .. } if *shape == Shape::Tensor || tensors.holds(attr));
         // A copy taken of a tensor of `self` to a device named, made by a
         // function the layer hands itself or its weight to
         // (`cast_to_device(self.weight, x.device)`), not by its own class.
@@ -196,8 +200,9 @@ impl ProjectIndex<'_> {
     /// `cast_to_device(self.weight, d)`), or moves its own tensor in its
     /// own body.
     pub(super) fn may_copy_own_weight(&self, module: &Arc<ModuleFacts>, method: usize) -> bool {
+        let tensors = self.own_tensors(module, module.functions[method].self_class.as_deref());
         let own_value = |v: &Val| {
-            v.root == Root::Param(0) && v.attr.as_deref().is_none_or(models::state_attribute)
+            v.root == Root::Param(0) && v.attr.as_deref().is_none_or(|a| tensors.holds(a))
         };
         own_calls(module, method).into_iter().any(|at| {
             let fact = &module.functions[at];
@@ -225,8 +230,17 @@ impl ProjectIndex<'_> {
     /// model's compute (see `compute::calls_compute`: another forward, a
     /// submodule held in an attribute), a callable bound there, a method of
     /// an object it holds, or hands such an object to a function.
-    pub(super) fn runs_one_op(&self, module: &Arc<ModuleFacts>, method: usize) -> bool {
+    ///
+    /// `base_forward`: the forward it inherits (`super().forward(x)`) is
+    /// the one op (the class derives from a one-op layer).
+    pub(super) fn runs_one_op(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: usize,
+        base_forward: bool,
+    ) -> bool {
         let class = module.functions[method].self_class.as_ref();
+        let tensors = self.own_tensors(module, class.map(String::as_str));
         // An object its class makes and keeps (`self.layers =
         // nn.ModuleList(...)`, `self.proj = nn.Linear(...)`) may be a
         // submodule, whatever way the forward calls it; a parameter or a
@@ -244,38 +258,126 @@ impl ProjectIndex<'_> {
                 })
             });
         // An object it holds other than its own tensors.
-        let held_object =
-            |attr: &str| !models::state_attribute(attr.split('.').next().unwrap_or(attr));
+        let held_object = |attr: &str| !tensors.holds(attr);
         !holds_objects
             && own_calls(module, method).into_iter().all(|at| {
                 let fact = &module.functions[at];
-                !crate::analysis::compute::calls_compute(module, fact)
-                    && fact.calls.iter().all(|call| {
-                        let callee = match &call.callee {
-                            // A callable bound here (`for layer in
-                            // self.layers: layer(x)`) may be a submodule.
-                            Callee::Name(_) if call.opaque || call.not_the_import => return false,
-                            Callee::Name(name) => name.as_str(),
-                            Callee::Method {
-                                receiver: Some(receiver),
-                                ..
-                            } if receiver != "self" => {
-                                // `self.blocks.run(x)`.
-                                if receiver.strip_prefix("self.").is_some_and(held_object) {
-                                    return false;
-                                }
-                                receiver.as_str()
+                !fact.calls.iter().any(|call| {
+                    crate::analysis::compute::is_compute_call(module, fact, call)
+                        && !(base_forward && crate::analysis::compute::is_base_forward(fact, call))
+                        // A method of its own class (`self._cast_forward(x)`):
+                        // its body is read here too.
+                        && !own_method_call(module, fact, call)
+                }) && fact.calls.iter().all(|call| {
+                    let callee = match &call.callee {
+                        // A callable bound here (`for layer in
+                        // self.layers: layer(x)`) may be a submodule.
+                        Callee::Name(_) if call.opaque || call.not_the_import => return false,
+                        // A builtin that only looks at what it is handed
+                        // (`len(self.patches)`, `isinstance(p, C)`).
+                        Callee::Name(name)
+                            if crate::analysis::leaf_layers::LOOKS_ONLY
+                                .contains(&name.as_str())
+                                && module.imported_path(name).is_none() =>
+                        {
+                            return true;
+                        }
+                        Callee::Name(name) => name.as_str(),
+                        Callee::Method {
+                            receiver: Some(receiver),
+                            ..
+                        } if receiver != "self" => {
+                            // `self.blocks.run(x)`; `self.up.flatten(1)`
+                            // is a tensor's method no module has.
+                            if receiver.strip_prefix("self.").is_some_and(held_object)
+                                && !call_is_a_tensor_view(&call.callee)
+                            {
+                                return false;
                             }
-                            Callee::Method { .. } => return true,
-                        };
-                        // An object it holds handed to a function of the
-                        // project (`run_all(self.blocks, x)`).
-                        from_torch(module, callee)
-                            || !handed(fact, call).any(|v| {
-                                v.root == Root::Param(0)
-                                    && v.attr.as_deref().is_some_and(held_object)
-                            })
+                            receiver.as_str()
+                        }
+                        Callee::Method { .. } => return true,
+                    };
+                    // An object it holds handed to a function of the
+                    // project (`run_all(self.blocks, x)`).
+                    from_torch(module, callee)
+                        || !handed(fact, call).any(|v| {
+                            // A tensor or data about one (`patch.weight`,
+                            // `x.device`) is no object to run.
+                            v.root == Root::Param(0)
+                                && v.shape == Shape::Object
+                                && v.attr.as_deref().is_some_and(held_object)
+                        })
+                })
+            })
+    }
+
+    /// The attributes of `class` of `module` that hold its own tensors
+    /// (see [`OwnTensors`]), its lineage read.
+    pub(super) fn own_tensors(&self, module: &Arc<ModuleFacts>, class: Option<&str>) -> OwnTensors {
+        let mut attrs = HashSet::new();
+        for (at, name) in class.map(|c| self.lineage(module, c)).unwrap_or_default() {
+            let Some(facts) = at.classes.get(&name) else {
+                continue;
+            };
+            for (attr, classes) in &facts.element_classes {
+                if classes
+                    .iter()
+                    .any(|c| matches!(c.rsplit('.').next(), Some("Parameter" | "Buffer")))
+                {
+                    attrs.insert(attr.clone());
+                }
+            }
+        }
+        OwnTensors(attrs)
+    }
+
+    /// What makes the class of the `forward` `method` of `module` one
+    /// layer, where no torch layer is among its bases (see
+    /// [`ProjectIndex::leaf_layer_base`]): it runs one op on its own
+    /// tensors and calls no submodule (see [`ProjectIndex::runs_one_op`]),
+    /// or it does so but for the forward it inherits (`super().forward(x)`)
+    /// from a class that is one layer itself: a one-op module of the
+    /// project that holds a parameter, or a library's class the run does
+    /// not hold (`from normlib import RMSNorm`), whose `weight` and `bias`
+    /// are the layer's.
+    ///
+    /// `plain`: a module that derives from no layer counts (not in a file
+    /// indexed for its leaf layers alone, whose other forwards are not
+    /// asked for).
+    pub(super) fn layer_of_its_own(
+        &self,
+        module: &Arc<ModuleFacts>,
+        method: usize,
+        plain: bool,
+    ) -> Option<String> {
+        if plain && self.runs_one_op(module, method, false) {
+            return Some("module that calls no submodule".to_owned());
+        }
+        let class = module.functions[method].self_class.as_deref()?;
+        if !self.runs_one_op(module, method, true) {
+            return None;
+        }
+        let lineage = self.lineage(module, class);
+        lineage
+            .iter()
+            .skip(1)
+            .find_map(|(at, name)| {
+                let facts = at.classes.get(name)?;
+                let one_op = facts
+                    .methods
+                    .iter()
+                    .any(|&m| at.functions[m].name == "forward" && self.runs_one_op(at, m, false));
+                (one_op && !self.own_tensors(at, Some(name)).0.is_empty())
+                    .then(|| format!("{name}, a one-op layer of the project"))
+            })
+            .or_else(|| {
+                lineage.iter().find_map(|(at, name)| {
+                    at.classes.get(name)?.bases.iter().find_map(|base| {
+                        self.library_base(at, base)
+                            .map(|full| format!("{full}, a library's layer"))
                     })
+                })
             })
     }
 
@@ -337,10 +439,18 @@ impl ProjectIndex<'_> {
     }
 }
 
-/// Whether `target` is an attribute of `self` torch gives a layer's
-/// tensors (`weight`, `bias`, `data`), not an object that holds one.
-fn names_a_weight(target: &Target) -> bool {
-    matches!(target, Target::Param { attr: Some(attr), .. } if crate::analysis::effects::models::state_attribute(attr))
+/// The attributes of `self` that hold a layer's own tensors: those torch
+/// gives a layer's tensors (`weight`, `bias`, `data`), and those its
+/// class, or a class it derives from, stores a parameter or a buffer in
+/// (`self.scale = nn.Parameter(torch.ones(n))`), whatever their names.
+pub(super) struct OwnTensors(HashSet<String>);
+
+impl OwnTensors {
+    /// Whether `attr` (`scale`, `weight.data`) is one of them.
+    pub(super) fn holds(&self, attr: &str) -> bool {
+        let first = attr.split('.').next().unwrap_or(attr);
+        models::state_attribute(first) || self.0.contains(first)
+    }
 }
 
 /// The forward `method` of `module` and the methods of its own class it
@@ -374,6 +484,55 @@ fn own_calls(module: &ModuleFacts, method: usize) -> Vec<usize> {
         }
     }
     found
+}
+
+/// Methods of torch's `Tensor` that reshape, view or describe it, which
+/// `nn.Module` does not have: what they are called on is a tensor, not a
+/// submodule (`self.up.flatten(start_dim=1)`).
+const TENSOR_ONLY_METHODS: &[&str] = &[
+    "contiguous",
+    "dim",
+    "expand",
+    "flatten",
+    "mm",
+    "numel",
+    "permute",
+    "reshape",
+    "size",
+    "squeeze",
+    "t",
+    "transpose",
+    "unsqueeze",
+    "view",
+];
+
+/// Whether `callee` is one of [`TENSOR_ONLY_METHODS`].
+fn call_is_a_tensor_view(callee: &Callee) -> bool {
+    matches!(callee, Callee::Method { method, .. } if TENSOR_ONLY_METHODS.contains(&method.as_str()))
+}
+
+/// Whether `call` (of `fact`, in `module`) calls a method of `fact`'s own
+/// class on `self` (which [`own_calls`] follows).
+fn own_method_call(module: &ModuleFacts, fact: &FunctionFact, call: &CallFact) -> bool {
+    let Callee::Method {
+        receiver: Some(receiver),
+        method,
+    } = &call.callee
+    else {
+        return false;
+    };
+    receiver == "self"
+        && fact.is_method
+        && !fact.static_method
+        && fact
+            .self_class
+            .as_ref()
+            .and_then(|c| module.classes.get(c))
+            .is_some_and(|own| {
+                own.methods
+                    .iter()
+                    .any(|&m| module.functions[m].name == *method)
+            })
 }
 
 /// Whether the callee spelled `callee` (a name or a receiver) comes from

@@ -116,6 +116,20 @@ fn leaf_class_bodies(text: &str) -> Vec<std::ops::Range<usize>> {
                 }
             }
         }
+        // A leaf layer imported under another name (`from lib import
+        // RMSNorm as LibRMSNorm`, on the `import` line or in its
+        // parentheses): the alias names one too.
+        for at in memchr::memmem::find_iter(code, b" as ") {
+            let word_start = code[..at]
+                .iter()
+                .rposition(|&b| !is_name(b))
+                .map_or(0, |i| i + 1);
+            let alias = &code[at + 4..];
+            let alias = &alias[..alias.iter().take_while(|&&b| is_name(b)).count()];
+            if !alias.is_empty() && names_a_leaf_word(&code[word_start..at]) {
+                names.push(alias);
+            }
+        }
         if let Some(rest) = code.strip_prefix(b"class")
             && rest.first().is_some_and(|b| b.is_ascii_whitespace())
             && let Some(paren) = memchr::memchr(b'(', rest)
@@ -137,6 +151,28 @@ fn leaf_class_bodies(text: &str) -> Vec<std::ops::Range<usize>> {
     bodies
 }
 
+/// Builtins that only look at the object they are handed (`isinstance`,
+/// `getattr`, `len`, `super`, ...): handing a layer or what it holds to one
+/// runs nothing of it.
+pub(crate) const LOOKS_ONLY: &[&str] = &[
+    "isinstance",
+    "getattr",
+    "hasattr",
+    "setattr",
+    "delattr",
+    "super",
+    "id",
+    "type",
+    "len",
+    "str",
+    "repr",
+    "print",
+    "vars",
+    "callable",
+    "hash",
+    "dir",
+];
+
 /// Whether `text` may define a leaf layer that brings its weight in (see
 /// `layer_transfer`): in the body of a class that subclasses one of
 /// torch's leaf layers (see [`leaf_class_bodies`]) it hands a layer or its
@@ -149,7 +185,7 @@ pub fn may_define_a_transfer_layer(text: &str) -> bool {
 
 /// Whether `text` may hand a layer, or its weight, to a function: a call
 /// (on a line that is no `def` or `class` line) whose first argument is
-/// `self`, `self.weight`, `self.bias` or `self.data`, of a callee named
+/// `self` or one attribute of it (`self.weight`, `self.scale`), of a callee named
 /// otherwise than a builtin that only looks at an object (`isinstance`,
 /// `getattr`, `super`, ...) or a dunder (`__init__`). A leaf layer
 /// bringing its weight in does it so (`fetch(self, x)`,
@@ -163,24 +199,6 @@ pub fn may_hand_a_layer_over(text: &str) -> bool {
 
 /// [`may_hand_a_layer_over`], for a `self` at a byte `within` accepts.
 fn hands_a_layer_over(text: &str, within: impl Fn(usize) -> bool) -> bool {
-    const LOOKS_ONLY: &[&[u8]] = &[
-        b"isinstance",
-        b"getattr",
-        b"hasattr",
-        b"setattr",
-        b"delattr",
-        b"super",
-        b"id",
-        b"type",
-        b"len",
-        b"str",
-        b"repr",
-        b"print",
-        b"vars",
-        b"callable",
-        b"hash",
-        b"dir",
-    ];
     let bytes = text.as_bytes();
     // Bytes of a name (a non-ASCII letter's too).
     let is_name = |b: u8| b == b'_' || b.is_ascii_alphanumeric() || b >= 0x80;
@@ -192,13 +210,16 @@ fn hands_a_layer_over(text: &str, within: impl Fn(usize) -> bool) -> bool {
         if bytes[open] != b'(' || bytes.get(at.wrapping_sub(1)).is_some_and(|&b| is_name(b)) {
             continue;
         }
+        // `self`, or one attribute of it (`self.weight`, `self.scale`: a
+        // parameter the class declares may have any name).
         let rest = &bytes[at + 4..];
-        let after = [&b".weight"[..], b".bias", b".data", b""]
-            .iter()
-            .find_map(|attr| {
-                rest.strip_prefix(*attr)
-                    .filter(|r| !r.first().is_some_and(|&b| is_name(b)))
-            });
+        let after = match rest.strip_prefix(b".") {
+            Some(attr) => {
+                let len = attr.iter().take_while(|&&b| is_name(b)).count();
+                (len > 0).then(|| &attr[len..])
+            }
+            None => (!rest.first().is_some_and(|&b| is_name(b))).then_some(rest),
+        };
         let Some(after) = after else {
             continue;
         };
@@ -210,7 +231,10 @@ fn hands_a_layer_over(text: &str, within: impl Fn(usize) -> bool) -> bool {
             .rposition(|&b| !is_name(b))
             .map_or(0, |i| i + 1);
         let callee = &bytes[start..open];
-        if callee.is_empty() || callee.starts_with(b"__") || LOOKS_ONLY.contains(&callee) {
+        if callee.is_empty()
+            || callee.starts_with(b"__")
+            || LOOKS_ONLY.iter().any(|l| l.as_bytes() == callee)
+        {
             continue;
         }
         // A `def`'s or `class`'s own parameter list is no call.
@@ -246,18 +270,22 @@ fn bases_name_a_leaf_layer(bases: &[u8]) -> bool {
         }
         let word = &bases[word_start..i];
         let dotted_end = bases.get(i) != Some(&b'.');
-        if dotted_end
-            && std::str::from_utf8(word).is_ok_and(|w| {
-                TORCH_LEAF_LAYERS.contains(&w)
-                    || LIBRARY_LEAF_LAYERS
-                        .iter()
-                        .any(|l| l.rsplit('.').next() == Some(w))
-            })
-        {
+        if dotted_end && names_a_leaf_word(word) {
             return true;
         }
     }
     false
+}
+
+/// Whether `word` is the last name of one of torch's leaf layers or of a
+/// library's ([`TORCH_LEAF_LAYERS`], [`LIBRARY_LEAF_LAYERS`]).
+fn names_a_leaf_word(word: &[u8]) -> bool {
+    std::str::from_utf8(word).is_ok_and(|w| {
+        TORCH_LEAF_LAYERS.contains(&w)
+            || LIBRARY_LEAF_LAYERS
+                .iter()
+                .any(|l| l.rsplit('.').next() == Some(w))
+    })
 }
 
 #[cfg(test)]
@@ -293,8 +321,13 @@ mod tests {
         assert!(!may_hand_a_layer_over(
             "    super().__init__(self)\n    Base.__init__(self, n)\n"
         ));
+        // Any one attribute: a parameter the class declares may have any
+        // name; an attribute of an attribute is no layer's tensor.
+        assert!(may_hand_a_layer_over(
+            "    s = bring(self.scale, x.device)\n"
+        ));
         assert!(!may_hand_a_layer_over(
-            "    y = f(self.weights, x)\n    z = g(self.weight.T)\n"
+            "    z = g(self.weight.T)\n    y = f(self.a.b, x)\n    w = h(self.)\n"
         ));
         assert!(may_hand_a_layer_over(
             "    w = bring(\n        self.weight, x.device\n    )\n"
@@ -342,6 +375,22 @@ mod tests {
         assert!(!may_subclass_a_leaf_layer("classy = nn.Linear(3, 4)\n"));
         assert!(!may_subclass_a_leaf_layer(
             "class C(nn.Linear.something):\n"
+        ));
+    }
+
+    #[test]
+    fn a_leaf_layer_imported_under_another_name_names_one_too() {
+        assert!(may_subclass_a_leaf_layer(
+            "from lib.norms import RMSNorm as LibRMSNorm\n\nclass Custom(LibRMSNorm, Mixin):\n    pass\n"
+        ));
+        assert!(may_subclass_a_leaf_layer(
+            "from torch.nn import (\n    Linear as Lin,\n)\nclass L(Lin): pass\n"
+        ));
+        assert!(!may_subclass_a_leaf_layer(
+            "from lib import Block as LinearBlock\nclass C(LinearBlock): pass\n"
+        ));
+        assert!(!may_subclass_a_leaf_layer(
+            "with open(p) as Linear:\n    pass\nclass C(Base): pass\n"
         ));
     }
 }

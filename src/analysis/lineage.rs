@@ -338,6 +338,21 @@ impl ProjectIndex<'_> {
         answer
     }
 
+    /// The dotted path of the base spelled `base` in `module` where it is
+    /// a class of a library the run does not hold: imported from outside
+    /// the project, neither torch's nor the standard library's
+    /// (`from normlib import RMSNorm`).
+    pub(crate) fn library_base(&self, module: &Arc<ModuleFacts>, base: &str) -> Option<String> {
+        let base = base.split('[').next().unwrap_or(base).trim();
+        let full = module.imported_path(base)?;
+        let top = full.split('.').next().unwrap_or(&full);
+        (top != "torch"
+            && STDLIB.binary_search(&top).is_err()
+            && !self.in_project(&full, module)
+            && self.classes_named(module, base).is_empty())
+        .then_some(full)
+    }
+
     /// Whether the base spelled `base` in `module` may be an `nn.Module`.
     fn base_may_be_module(
         &self,

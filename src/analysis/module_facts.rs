@@ -704,9 +704,9 @@ impl ModuleFacts {
                     class.methods.push(index);
                 }
                 for store in &function.local.self_stores {
-                    // The attribute's own value put back (moved, cast)
-                    // tells nothing of whose data it holds.
-                    if !store.again {
+                    // The attribute's own value put back (moved, cast), or
+                    // `None`, tells nothing of whose data it holds.
+                    if !store.says_nothing {
                         let entry = class.stores.entry(store.attr.to_string()).or_insert(true);
                         *entry &= store.own;
                     }

@@ -24,6 +24,15 @@ use crate::analysis::project::{FunctionRef, ProjectIndex};
 use crate::analysis::reached::Through;
 use crate::found::{Discovered, Found};
 
+/// What one root yields: the steps it calls and their evidence, and the
+/// copy of its own weight it takes where it is a layer's forward (with what
+/// makes its class one layer, where no torch layer is among its bases).
+type RootFound = (
+    Discovered,
+    Vec<StepEvidence>,
+    Option<(Effect, Option<String>)>,
+);
+
 /// How deep the compute a forward runs is followed for its steps
 /// (`forward` -> the function handed to `checkpoint` -> ...).
 const MOST_COMPUTE_DEPTH: usize = 4;
@@ -102,7 +111,7 @@ impl ProjectIndex<'_> {
                 _ => (false, None),
             })
             .collect();
-        let found: Vec<(Discovered, Vec<StepEvidence>, Option<Effect>)> = roots
+        let found: Vec<RootFound> = roots
             .par_iter()
             .enumerate()
             .map(|(index, &(module, method, _))| {
@@ -136,11 +145,13 @@ impl ProjectIndex<'_> {
                 // The copy of its own weight a leaf layer's forward takes;
                 // in a file indexed for its leaf layers alone, only theirs.
                 let (may_copy, leaf) = &copies[index];
-                let copied = (*may_copy
-                    && (leaf.is_some()
-                        || (!module.layers_only && self.runs_one_op(module, method))))
-                .then(|| self.own_weight_copied(module, method))
-                .flatten();
+                let own_layer = (*may_copy && leaf.is_none())
+                    .then(|| self.layer_of_its_own(module, method, !module.layers_only))
+                    .flatten();
+                let copied = (*may_copy && (leaf.is_some() || own_layer.is_some()))
+                    .then(|| self.own_weight_copied(module, method))
+                    .flatten()
+                    .map(|copied| (copied, own_layer));
                 if module.layers_only {
                     return (found, evidence, copied);
                 }
@@ -159,13 +170,12 @@ impl ProjectIndex<'_> {
         for (index, (&(module, method, class), (mut found, mut evidence, copied))) in
             roots.iter().zip(found).enumerate()
         {
-            if let (Some(class), Some(copied)) = (class, copied)
+            if let (Some(class), Some((copied, own_layer))) = (class, copied)
                 && let Some(base) = copies[index].1.clone().or_else(|| {
                     // A module of the project's own that runs one op with its
-                    // own weight, calling no submodule.
-                    (self.runs_one_op(module, method)
-                        && self.may_be_module(module, class, &mut known))
-                    .then(|| "module that calls no submodule".to_owned())
+                    // own weight, calling no submodule (but the forward of
+                    // the one-op layer it derives from).
+                    own_layer.filter(|_| self.may_be_module(module, class, &mut known))
                 })
             {
                 // The steps it calls run inside it: covered where it is

@@ -135,12 +135,18 @@ impl<'t> Walker<'_, 't> {
                 }
                 Vals::meta()
             }
+            // A parameter: the tensor it wraps, now an instance of torch's
+            // `Parameter` (what a class stores it in holds its own tensor).
             FunctionModel::Parameter => values
                 .positional
                 .first()
                 .cloned()
                 .unwrap_or_else(Vals::fresh)
-                .map(|v| v.shaped(Shape::Tensor)),
+                .map(|v| {
+                    let mut v = v.shaped(Shape::Tensor);
+                    v.class = Some("torch.nn.Parameter".into());
+                    v
+                }),
         }
     }
 

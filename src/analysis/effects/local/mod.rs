@@ -141,10 +141,11 @@ pub struct SelfStore {
     /// What was stored was made here (the object's own data): a tensor it
     /// created, a literal, a container, or the attribute's own value again.
     pub own: bool,
-    /// What was stored is only the attribute's own value again
-    /// (`self.bias = self.bias.to(x.dtype)`): it tells nothing of whose
-    /// data the attribute holds.
-    pub again: bool,
+    /// What was stored tells nothing of whose data the attribute holds:
+    /// only the attribute's own value again (`self.bias =
+    /// self.bias.to(x.dtype)`), or `None` (`self.weight = None` in
+    /// `__init__`: a place kept for what is set later).
+    pub says_nothing: bool,
     /// The classes of the instances stored, where they were made by a
     /// class's call (`self.offloaders[k] = Offloader(p)`).
     pub classes: Vec<Box<str>>,

@@ -88,7 +88,7 @@ impl<'t> Walker<'_, 't> {
             .iter()
             .all(|v| (v.is_fresh() && v.shape != Shape::Tensor) || again_of(v))
             && !vals.0.is_empty();
-        let again = !vals.0.is_empty() && vals.iter().all(again_of);
+        let says_nothing = !vals.0.is_empty() && vals.iter().all(again_of);
         let mut classes: Vec<Box<str>> = Vec::new();
         for val in vals.iter() {
             if let Some(class) = &val.class
@@ -100,9 +100,21 @@ impl<'t> Walker<'_, 't> {
         self.facts.self_stores.push(SelfStore {
             attr: attr.into(),
             own,
-            again,
+            says_nothing,
             classes,
             vals: vals.clone(),
+        });
+    }
+
+    /// Notes `self.<attr> = None`: a store that tells nothing of whose
+    /// data the attribute holds.
+    pub(super) fn self_store_none(&mut self, attr: String) {
+        self.facts.self_stores.push(SelfStore {
+            attr: attr.into(),
+            own: false,
+            says_nothing: true,
+            classes: Vec::new(),
+            vals: Vals::default(),
         });
     }
 

@@ -92,7 +92,10 @@ impl<'t> Walker<'_, 't> {
                         .push((attr.as_str().into(), vals.clone()));
                 }
                 if let Some(attr_of_self) = self.self_attribute(left) {
-                    self.self_store(attr_of_self, &vals);
+                    match right.is_some_and(|r| r.kind() == "none") {
+                        true => self.self_store_none(attr_of_self),
+                        false => self.self_store(attr_of_self, &vals),
+                    }
                 }
                 self.store_into(left, &objects, &attr, &vals, right);
             }
