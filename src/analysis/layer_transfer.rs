@@ -39,7 +39,7 @@ pub(crate) type LeafLayers =
 /// the work per layer, far past real lineages.
 const MOST_ANCESTORS: usize = 64;
 
-impl ProjectIndex<'_> {
+impl<'p> ProjectIndex<'p> {
     /// The leaf layer `class` of `module` derives from, its bases followed
     /// across files, or `None`. Each class's answer is kept in `known`
     /// (asked of every layer of a run, each ancestor is read once: a
@@ -313,23 +313,18 @@ impl ProjectIndex<'_> {
     }
 
     /// The attributes of `class` of `module` that hold its own tensors
-    /// (see [`OwnTensors`]), its lineage read.
-    pub(super) fn own_tensors(&self, module: &Arc<ModuleFacts>, class: Option<&str>) -> OwnTensors {
-        let mut attrs = HashSet::new();
-        for (at, name) in class.map(|c| self.lineage(module, c)).unwrap_or_default() {
-            let Some(facts) = at.classes.get(&name) else {
-                continue;
-            };
-            for (attr, classes) in &facts.element_classes {
-                if classes
-                    .iter()
-                    .any(|c| matches!(c.rsplit('.').next(), Some("Parameter" | "Buffer")))
-                {
-                    attrs.insert(attr.clone());
-                }
-            }
+    /// (see [`OwnTensors`]).
+    pub(super) fn own_tensors<'i>(
+        &'i self,
+        module: &'i Arc<ModuleFacts>,
+        class: Option<&'i str>,
+    ) -> OwnTensors<'i, 'p> {
+        OwnTensors {
+            index: self,
+            module,
+            class,
+            declared: std::cell::OnceCell::new(),
         }
-        OwnTensors(attrs)
     }
 
     /// What makes the class of the `forward` `method` of `module` one
@@ -368,7 +363,7 @@ impl ProjectIndex<'_> {
                     .methods
                     .iter()
                     .any(|&m| at.functions[m].name == "forward" && self.runs_one_op(at, m, false));
-                (one_op && !self.own_tensors(at, Some(name)).0.is_empty())
+                (one_op && !self.own_tensors(at, Some(name)).declared().is_empty())
                     .then(|| format!("{name}, a one-op layer of the project"))
             })
             .or_else(|| {
@@ -442,14 +437,45 @@ impl ProjectIndex<'_> {
 /// The attributes of `self` that hold a layer's own tensors: those torch
 /// gives a layer's tensors (`weight`, `bias`, `data`), and those its
 /// class, or a class it derives from, stores a parameter or a buffer in
-/// (`self.scale = nn.Parameter(torch.ones(n))`), whatever their names.
-pub(super) struct OwnTensors(HashSet<String>);
+/// (`self.scale = nn.Parameter(torch.ones(n))`), whatever their names. The
+/// lineage is read only when an attribute of another name is asked of.
+pub(super) struct OwnTensors<'i, 'p> {
+    index: &'i ProjectIndex<'p>,
+    module: &'i Arc<ModuleFacts>,
+    class: Option<&'i str>,
+    declared: std::cell::OnceCell<HashSet<String>>,
+}
 
-impl OwnTensors {
+impl OwnTensors<'_, '_> {
     /// Whether `attr` (`scale`, `weight.data`) is one of them.
     pub(super) fn holds(&self, attr: &str) -> bool {
         let first = attr.split('.').next().unwrap_or(attr);
-        models::state_attribute(first) || self.0.contains(first)
+        models::state_attribute(first) || self.declared().contains(first)
+    }
+
+    /// The attributes the lineage stores a parameter or a buffer in.
+    fn declared(&self) -> &HashSet<String> {
+        self.declared.get_or_init(|| {
+            let mut attrs = HashSet::new();
+            let lineage = self
+                .class
+                .map(|c| self.index.lineage(self.module, c))
+                .unwrap_or_default();
+            for (at, name) in lineage {
+                let Some(facts) = at.classes.get(&name) else {
+                    continue;
+                };
+                for (attr, classes) in &facts.element_classes {
+                    if classes
+                        .iter()
+                        .any(|c| matches!(c.rsplit('.').next(), Some("Parameter" | "Buffer")))
+                    {
+                        attrs.insert(attr.clone());
+                    }
+                }
+            }
+            attrs
+        })
     }
 }
 

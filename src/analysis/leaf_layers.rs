@@ -185,7 +185,8 @@ pub fn may_define_a_transfer_layer(text: &str) -> bool {
 
 /// Whether `text` may hand a layer, or its weight, to a function: a call
 /// (on a line that is no `def` or `class` line) whose first argument is
-/// `self` or one attribute of it (`self.weight`, `self.scale`), of a callee named
+/// `self`, `self.weight`, `self.bias`, `self.data` or another attribute
+/// handed with a device (`bring(self.scale, x.device)`), of a callee named
 /// otherwise than a builtin that only looks at an object (`isinstance`,
 /// `getattr`, `super`, ...) or a dunder (`__init__`). A leaf layer
 /// bringing its weight in does it so (`fetch(self, x)`,
@@ -210,13 +211,18 @@ fn hands_a_layer_over(text: &str, within: impl Fn(usize) -> bool) -> bool {
         if bytes[open] != b'(' || bytes.get(at.wrapping_sub(1)).is_some_and(|&b| is_name(b)) {
             continue;
         }
-        // `self`, or one attribute of it (`self.weight`, `self.scale`: a
+        // `self`, `self.weight`, `self.bias`, `self.data`, or another
+        // attribute handed with a device (`bring(self.scale, x.device)`: a
         // parameter the class declares may have any name).
         let rest = &bytes[at + 4..];
         let after = match rest.strip_prefix(b".") {
             Some(attr) => {
                 let len = attr.iter().take_while(|&&b| is_name(b)).count();
-                (len > 0).then(|| &attr[len..])
+                let after = &attr[len..];
+                let arguments = &after[..memchr::memchr(b')', after).unwrap_or(after.len())];
+                (matches!(&attr[..len], b"weight" | b"bias" | b"data")
+                    || (len > 0 && memchr::memmem::find(arguments, b"device").is_some()))
+                .then_some(after)
             }
             None => (!rest.first().is_some_and(|&b| is_name(b))).then_some(rest),
         };
@@ -321,13 +327,15 @@ mod tests {
         assert!(!may_hand_a_layer_over(
             "    super().__init__(self)\n    Base.__init__(self, n)\n"
         ));
-        // Any one attribute: a parameter the class declares may have any
-        // name; an attribute of an attribute is no layer's tensor.
+        // Another attribute, handed with a device: a parameter the class
+        // declares may have any name; an attribute of an attribute is no
+        // layer's tensor.
         assert!(may_hand_a_layer_over(
             "    s = bring(self.scale, x.device)\n"
         ));
+        assert!(!may_hand_a_layer_over("    s = norm(self.scale, x)\n"));
         assert!(!may_hand_a_layer_over(
-            "    z = g(self.weight.T)\n    y = f(self.a.b, x)\n    w = h(self.)\n"
+            "    z = g(self.weight.T)\n    y = f(self.a.b, x.device)\n    w = h(self.)\n"
         ));
         assert!(may_hand_a_layer_over(
             "    w = bring(\n        self.weight, x.device\n    )\n"
