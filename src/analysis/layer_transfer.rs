@@ -125,10 +125,9 @@ impl<'p> ProjectIndex<'p> {
         }
         let summary = self.summary(&(Arc::clone(module), method));
         let tensors = self.own_tensors(module, fact.self_class.as_deref());
-        let names_a_weight = |target: &Target| matches!(target, Target::Param { attr: Some(attr), .. } if tensors.holds(attr));
-        // A tensor of `self`: one by its use or name, or one its class
-        // stores a parameter in (`self.scale`).
-        let own_weight = |target: &Target| matches!(target, Target::Param { index: 0, attr: Some(attr), shape, .. } if *shape == Shape::Tensor || tensors.holds(attr));
+        // A tensor of `self` its class stores a parameter in (`self.weight`,
+        // `self.scale`).
+        let own_weight = |target: &Target| matches!(target, Target::Param { index: 0, attr: Some(attr), .. } if tensors.holds(attr));
         // A copy taken of a tensor of `self` to a device named, made by a
         // function the layer hands itself or its weight to
         // (`cast_to_device(self.weight, x.device)`), not by its own class.
@@ -136,9 +135,7 @@ impl<'p> ProjectIndex<'p> {
             .staged
             .iter()
             .filter(|e| {
-                own_weight(&e.target)
-                    && names_a_weight(&e.target)
-                    && self.handed_off(e, module, fact.self_class.as_deref())
+                own_weight(&e.target) && self.handed_off(e, module, fact.self_class.as_deref())
             })
             // Its weight moved and stored back in its own body (`self.weight
             // = self.weight.to(device)`): placement no smaller function
@@ -148,7 +145,6 @@ impl<'p> ProjectIndex<'p> {
                     && e.acts != Acts::Rebound
                     && e.chain.is_none()
                     && own_weight(&e.target)
-                    && names_a_weight(&e.target)
             }))
             .min_by(|a, b| a.rank().cmp(&b.rank()))
             .cloned()
@@ -231,14 +227,11 @@ impl<'p> ProjectIndex<'p> {
     /// submodule held in an attribute), a callable bound there, a method of
     /// an object it holds, or hands such an object to a function.
     ///
-    /// `base_forward`: the forward it inherits (`super().forward(x)`) is
-    /// the one op (the class derives from a one-op layer).
-    pub(super) fn runs_one_op(
-        &self,
-        module: &Arc<ModuleFacts>,
-        method: usize,
-        base_forward: bool,
-    ) -> bool {
+    /// One walk answers both questions [`OneOp`] tells apart: whether it
+    /// runs one op on its own, and whether it does once the forward it
+    /// inherits (`super().forward(x)`) is taken for the one op (the class
+    /// derives from a one-op layer).
+    pub(super) fn runs_one_op(&self, module: &Arc<ModuleFacts>, method: usize) -> OneOp {
         let class = module.functions[method].self_class.as_ref();
         let tensors = self.own_tensors(module, class.map(String::as_str));
         // An object its class makes and keeps (`self.layers =
@@ -249,67 +242,78 @@ impl<'p> ProjectIndex<'p> {
             .and_then(|c| module.classes.get(c))
             .is_some_and(|own| {
                 own.methods.iter().any(|&m| {
-                    module.functions[m].local.self_stores.iter().any(|store| {
-                        store
-                            .classes
-                            .iter()
-                            .any(|c| !matches!(c.rsplit('.').next(), Some("Parameter" | "Buffer")))
-                    })
+                    module.functions[m]
+                        .local
+                        .self_stores
+                        .iter()
+                        .any(|store| store.classes.iter().any(|c| !names_a_tensor_class(c)))
                 })
             });
         // An object it holds other than its own tensors.
         let held_object = |attr: &str| !tensors.holds(attr);
-        !holds_objects
-            && own_calls(module, method).into_iter().all(|at| {
-                let fact = &module.functions[at];
-                !fact.calls.iter().any(|call| {
-                    crate::analysis::compute::is_compute_call(module, fact, call)
-                        && !(base_forward && crate::analysis::compute::is_base_forward(fact, call))
+        if holds_objects {
+            return OneOp::No;
+        }
+        // Whether it runs the forward it inherits.
+        let mut inherited = false;
+        let one_op = own_calls(module, method).into_iter().all(|at| {
+            let fact = &module.functions[at];
+            !fact.calls.iter().any(|call| {
+                let compute = crate::analysis::compute::is_compute_call(module, fact, call)
                         // A method of its own class (`self._cast_forward(x)`):
                         // its body is read here too.
-                        && !own_method_call(module, fact, call)
-                }) && fact.calls.iter().all(|call| {
-                    let callee = match &call.callee {
-                        // A callable bound here (`for layer in
-                        // self.layers: layer(x)`) may be a submodule.
-                        Callee::Name(_) if call.opaque || call.not_the_import => return false,
-                        // A builtin that only looks at what it is handed
-                        // (`len(self.patches)`, `isinstance(p, C)`).
-                        Callee::Name(name)
-                            if crate::analysis::leaf_layers::LOOKS_ONLY
-                                .contains(&name.as_str())
-                                && module.imported_path(name).is_none() =>
+                        && !own_method_call(module, fact, call);
+                if compute && crate::analysis::compute::is_base_forward(fact, call) {
+                    inherited = true;
+                    return false;
+                }
+                compute
+            }) && fact.calls.iter().all(|call| {
+                let callee = match &call.callee {
+                    // A callable bound here (`for layer in
+                    // self.layers: layer(x)`) may be a submodule.
+                    Callee::Name(_) if call.opaque || call.not_the_import => return false,
+                    // A builtin that only looks at what it is handed
+                    // (`len(self.patches)`, `isinstance(p, C)`).
+                    Callee::Name(name)
+                        if crate::analysis::leaf_layers::LOOKS_ONLY.contains(&name.as_str())
+                            && module.imported_path(name).is_none() =>
+                    {
+                        return true;
+                    }
+                    Callee::Name(name) => name.as_str(),
+                    Callee::Method {
+                        receiver: Some(receiver),
+                        ..
+                    } if receiver != "self" => {
+                        // `self.blocks.run(x)`; `self.up.flatten(1)`
+                        // is a tensor's method no module has.
+                        if receiver.strip_prefix("self.").is_some_and(held_object)
+                            && !call_is_a_tensor_view(&call.callee)
                         {
-                            return true;
+                            return false;
                         }
-                        Callee::Name(name) => name.as_str(),
-                        Callee::Method {
-                            receiver: Some(receiver),
-                            ..
-                        } if receiver != "self" => {
-                            // `self.blocks.run(x)`; `self.up.flatten(1)`
-                            // is a tensor's method no module has.
-                            if receiver.strip_prefix("self.").is_some_and(held_object)
-                                && !call_is_a_tensor_view(&call.callee)
-                            {
-                                return false;
-                            }
-                            receiver.as_str()
-                        }
-                        Callee::Method { .. } => return true,
-                    };
-                    // An object it holds handed to a function of the
-                    // project (`run_all(self.blocks, x)`).
-                    from_torch(module, callee)
-                        || !handed(fact, call).any(|v| {
-                            // A tensor or data about one (`patch.weight`,
-                            // `x.device`) is no object to run.
-                            v.root == Root::Param(0)
-                                && v.shape == Shape::Object
-                                && v.attr.as_deref().is_some_and(held_object)
-                        })
-                })
+                        receiver.as_str()
+                    }
+                    Callee::Method { .. } => return true,
+                };
+                // An object it holds handed to a function of the
+                // project (`run_all(self.blocks, x)`).
+                from_torch(module, callee)
+                    || !handed(fact, call).any(|v| {
+                        // A tensor or data about one (`patch.weight`,
+                        // `x.device`) is no object to run.
+                        v.root == Root::Param(0)
+                            && v.shape == Shape::Object
+                            && v.attr.as_deref().is_some_and(held_object)
+                    })
             })
+        });
+        match (one_op, inherited) {
+            (false, _) => OneOp::No,
+            (true, false) => OneOp::Plain,
+            (true, true) => OneOp::ButInherited,
+        }
     }
 
     /// The attributes of `class` of `module` that hold its own tensors
@@ -346,11 +350,12 @@ impl<'p> ProjectIndex<'p> {
         method: usize,
         plain: bool,
     ) -> Option<String> {
-        if plain && self.runs_one_op(module, method, false) {
+        let one_op = self.runs_one_op(module, method);
+        if plain && one_op == OneOp::Plain {
             return Some("module that calls no submodule".to_owned());
         }
         let class = module.functions[method].self_class.as_deref()?;
-        if !self.runs_one_op(module, method, true) {
+        if one_op == OneOp::No {
             return None;
         }
         let lineage = self.lineage(module, class);
@@ -359,10 +364,9 @@ impl<'p> ProjectIndex<'p> {
             .skip(1)
             .find_map(|(at, name)| {
                 let facts = at.classes.get(name)?;
-                let one_op = facts
-                    .methods
-                    .iter()
-                    .any(|&m| at.functions[m].name == "forward" && self.runs_one_op(at, m, false));
+                let one_op = facts.methods.iter().any(|&m| {
+                    at.functions[m].name == "forward" && self.runs_one_op(at, m) == OneOp::Plain
+                });
                 (one_op && !self.own_tensors(at, Some(name)).declared().is_empty())
                     .then(|| format!("{name}, a one-op layer of the project"))
             })
@@ -466,10 +470,7 @@ impl OwnTensors<'_, '_> {
                     continue;
                 };
                 for (attr, classes) in &facts.element_classes {
-                    if classes
-                        .iter()
-                        .any(|c| matches!(c.rsplit('.').next(), Some("Parameter" | "Buffer")))
-                    {
+                    if classes.iter().any(|c| names_a_tensor_class(c)) {
                         attrs.insert(attr.clone());
                     }
                 }
@@ -512,29 +513,9 @@ fn own_calls(module: &ModuleFacts, method: usize) -> Vec<usize> {
     found
 }
 
-/// Methods of torch's `Tensor` that reshape, view or describe it, which
-/// `nn.Module` does not have: what they are called on is a tensor, not a
-/// submodule (`self.up.flatten(start_dim=1)`).
-const TENSOR_ONLY_METHODS: &[&str] = &[
-    "contiguous",
-    "dim",
-    "expand",
-    "flatten",
-    "mm",
-    "numel",
-    "permute",
-    "reshape",
-    "size",
-    "squeeze",
-    "t",
-    "transpose",
-    "unsqueeze",
-    "view",
-];
-
-/// Whether `callee` is one of [`TENSOR_ONLY_METHODS`].
+/// Whether `callee` is one of [`models::TENSOR_ONLY_METHODS`].
 fn call_is_a_tensor_view(callee: &Callee) -> bool {
-    matches!(callee, Callee::Method { method, .. } if TENSOR_ONLY_METHODS.contains(&method.as_str()))
+    matches!(callee, Callee::Method { method, .. } if crate::analysis::effects::models::TENSOR_ONLY_METHODS.contains(&method.as_str()))
 }
 
 /// Whether `call` (of `fact`, in `module`) calls a method of `fact`'s own
@@ -582,4 +563,23 @@ fn handed<'f>(fact: &'f FunctionFact, call: &CallFact) -> impl Iterator<Item = &
                 .chain(values.keywords.iter().map(|(_, v)| v))
         })
         .flat_map(|vals| vals.iter())
+}
+
+/// What one walk of a forward tells of its layer (see
+/// [`ProjectIndex::runs_one_op`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OneOp {
+    /// It runs one op on its own tensors and calls no submodule.
+    Plain,
+    /// So, but for the forward it inherits (`super().forward(x)`), which
+    /// is the one op where its base is one layer.
+    ButInherited,
+    /// It runs a model's compute, or holds objects that may.
+    No,
+}
+
+/// Whether the class path `class` names a module's own tensor: a
+/// parameter or a buffer (`torch.nn.Parameter`, `nn.Buffer`).
+fn names_a_tensor_class(class: &str) -> bool {
+    matches!(class.rsplit('.').next(), Some("Parameter" | "Buffer"))
 }

@@ -343,14 +343,27 @@ impl ProjectIndex<'_> {
     /// the project, neither torch's nor the standard library's
     /// (`from normlib import RMSNorm`).
     pub(crate) fn library_base(&self, module: &Arc<ModuleFacts>, base: &str) -> Option<String> {
-        let base = base.split('[').next().unwrap_or(base).trim();
-        let full = module.imported_path(base)?;
-        let top = full.split('.').next().unwrap_or(&full);
-        (top != "torch"
-            && STDLIB.binary_search(&top).is_err()
+        let base = unsubscripted(base);
+        let (full, origin) = self.base_origin(module, base)?;
+        (origin == BaseOrigin::Elsewhere
             && !self.in_project(&full, module)
             && self.classes_named(module, base).is_empty())
         .then_some(full)
+    }
+
+    /// Where the base spelled `base` in `module` (unsubscripted) is
+    /// imported from, with its full path; `None` where it is not imported.
+    fn base_origin(&self, module: &Arc<ModuleFacts>, base: &str) -> Option<(String, BaseOrigin)> {
+        let full = module.imported_path(base)?;
+        let top = full.split('.').next().unwrap_or(&full);
+        let origin = if top == "torch" {
+            BaseOrigin::Torch
+        } else if STDLIB.binary_search(&top).is_ok() && !self.in_project(&full, module) {
+            BaseOrigin::StandardLibrary
+        } else {
+            BaseOrigin::Elsewhere
+        };
+        Some((full, origin))
     }
 
     /// Whether the base spelled `base` in `module` may be an `nn.Module`.
@@ -360,22 +373,15 @@ impl ProjectIndex<'_> {
         base: &str,
         known: &mut ModuleClasses,
     ) -> bool {
-        // `Generic[T]`, `Base[int]`: the class subscripted.
-        let base = base.split('[').next().unwrap_or(base).trim();
-        match module.imported_path(base) {
-            Some(full) => {
-                let top = full.split('.').next().unwrap_or(&full);
-                if top == "torch" {
-                    // torch's classes that are no module: a custom autograd
-                    // Function (its `forward` runs through `.apply`, where
-                    // what it is handed tells whether it is weight work), a
-                    // tensor or parameter subclass, a dataset, an optimizer.
-                    return !TORCH_NON_MODULES.contains(&full.as_str());
-                }
-                if STDLIB.binary_search(&top).is_ok() && !self.in_project(&full, module) {
-                    return false;
-                }
-            }
+        let base = unsubscripted(base);
+        match self.base_origin(module, base) {
+            // torch's classes that are no module: a custom autograd
+            // Function (its `forward` runs through `.apply`, where what it
+            // is handed tells whether it is weight work), a tensor or
+            // parameter subclass, a dataset, an optimizer.
+            Some((full, BaseOrigin::Torch)) => return !TORCH_NON_MODULES.contains(&full.as_str()),
+            Some((_, BaseOrigin::StandardLibrary)) => return false,
+            Some((_, BaseOrigin::Elsewhere)) => {}
             None if !base.contains('.')
                 && !module.classes.contains_key(base)
                 && BUILTIN_CLASSES.contains(&base) =>
@@ -393,6 +399,21 @@ impl ProjectIndex<'_> {
             .iter()
             .any(|(at, class)| self.may_be_module(at, class, known))
     }
+}
+
+/// Where a class's base is imported from (see `ProjectIndex::base_origin`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BaseOrigin {
+    Torch,
+    /// The standard library, where the project holds no module of its name.
+    StandardLibrary,
+    Elsewhere,
+}
+
+/// The class a base spells, without its subscript (`Generic[T]`,
+/// `Base[int]`: the class subscripted).
+fn unsubscripted(base: &str) -> &str {
+    base.split('[').next().unwrap_or(base).trim()
 }
 
 #[cfg(test)]

@@ -69,12 +69,40 @@ const FACTORIES: &[&str] = &[
     "randint",
     "arange",
     "linspace",
+    "logspace",
+    "eye",
+    "randperm",
     "tensor",
     "as_tensor",
     "from_numpy",
     "cat",
     "stack",
     "where",
+];
+
+/// Methods of torch's `Tensor` that reshape, view, repeat or describe it,
+/// which `nn.Module` does not have: what they are called on is a tensor,
+/// not a submodule (`self.up.flatten(start_dim=1)`), and what they return
+/// is made from it (a view, a copy, a size).
+pub const TENSOR_ONLY_METHODS: &[&str] = &[
+    "contiguous",
+    "dim",
+    "expand",
+    "expand_as",
+    "flatten",
+    "mm",
+    "numel",
+    "permute",
+    "repeat",
+    "reshape",
+    "reshape_as",
+    "size",
+    "squeeze",
+    "t",
+    "transpose",
+    "unsqueeze",
+    "view",
+    "view_as",
 ];
 
 /// Factories that allocate storage without values: `.data = torch.empty(0)`

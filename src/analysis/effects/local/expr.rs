@@ -446,6 +446,14 @@ impl<'t> Walker<'_, 't> {
                         {
                             // A tensor's method: a new tensor.
                             Vals::fresh()
+                        } else if !receiver.0.is_empty()
+                            && receiver.iter().all(Val::is_fresh)
+                            && models::TENSOR_ONLY_METHODS.contains(&method.as_str())
+                        {
+                            // A view or copy of a tensor made here
+                            // (`torch.eye(n).unsqueeze(0).repeat(k, 1, 1)`):
+                            // made here too.
+                            receiver
                         } else {
                             let class = crate::syntax::dotted_name(function, text)
                                 .filter(|d| names_a_class(d));
