@@ -521,6 +521,14 @@ impl<'t> Walker<'_, 't> {
                     held.extend(vals.clone());
                 }
             }
+            // A set's `add` is no list's or dict's: a tensor has one too.
+            if method != "add" {
+                let mut stored = Vals::default();
+                for vals in &values.positional {
+                    stored.extend(vals.clone());
+                }
+                self.fill_self_alias(name, &stored);
+            }
         }
     }
 

@@ -281,6 +281,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         timing: None,
         storage_held: Vec::new(),
         filled: Vec::new(),
+        self_aliases: Vec::new(),
     };
     if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
@@ -365,6 +366,10 @@ struct Walker<'a, 't> {
     /// (`r = torch.empty_like(w, device=d); r.copy_(w, non_blocking=True)`):
     /// returning them hands back a copy (see [`LocalFacts::returns_copy`]).
     filled: Vec<String>,
+    /// Local names of containers kept in an attribute of `self` too
+    /// (`blocks = []; self.blocks[k] = blocks`), with that attribute:
+    /// filling the name fills the attribute (the same object).
+    self_aliases: Vec<(String, String)>,
 }
 
 impl<'t> Walker<'_, 't> {

@@ -118,6 +118,65 @@ impl<'t> Walker<'_, 't> {
         });
     }
 
+    /// Notes that `right`, where it is a local name, is kept in
+    /// `self.<attr>` too (`self.blocks[k] = blocks`).
+    pub(super) fn note_self_alias(&mut self, right: Option<Node<'_>>, attr: &str) {
+        let Some(right) = right.filter(|r| r.kind() == "identifier") else {
+            return;
+        };
+        let name = text_of(right, self.text);
+        if self.env.contains_key(name) && !self.is_self(name) {
+            let alias = (name.to_owned(), attr.to_owned());
+            if !self.self_aliases.contains(&alias) {
+                self.self_aliases.push(alias);
+            }
+        }
+    }
+
+    /// Notes that the local `name` is bound to an attribute of `self` or
+    /// an item of one (`blocks = self.blocks[k]`, `blocks =
+    /// self.blocks.get(k)`, `blocks = self.blocks.setdefault(k, [])`): the
+    /// same object.
+    pub(super) fn note_alias_of_self(&mut self, name: &str, right: Option<Node<'_>>) {
+        let Some(mut right) = right else { return };
+        if right.kind() == "call"
+            && let Some(function) = right.field("function").filter(|f| f.kind() == "attribute")
+            && function
+                .field("attribute")
+                .is_some_and(|a| matches!(text_of(a, self.text), "get" | "setdefault"))
+            && let Some(object) = function.field("object")
+        {
+            right = object;
+        }
+        if !matches!(right.kind(), "attribute" | "subscript") {
+            return;
+        }
+        if let Some(attr) = self.self_attribute(right) {
+            let alias = (name.to_owned(), attr);
+            if !self.self_aliases.contains(&alias) {
+                self.self_aliases.push(alias);
+            }
+        }
+    }
+
+    /// `name.append(v)`, `name[k] = v` on a local container that is an
+    /// attribute of `self` or an item of one (see [`Self::note_self_alias`],
+    /// [`Self::note_alias_of_self`]): a store into that attribute.
+    pub(super) fn fill_self_alias(&mut self, name: &str, stored: &Vals) {
+        if stored.0.is_empty() {
+            return;
+        }
+        let attrs: Vec<String> = self
+            .self_aliases
+            .iter()
+            .filter(|(alias, _)| alias == name)
+            .map(|(_, attr)| attr.clone())
+            .collect();
+        for attr in attrs {
+            self.self_store(attr, stored);
+        }
+    }
+
     pub(super) fn is_self(&self, name: &str) -> bool {
         if self.env.contains_key(name) {
             return false;

@@ -69,6 +69,7 @@ impl<'t> Walker<'_, 't> {
                     }
                 }
                 self.env.entry(name.to_owned()).or_default().extend(vals);
+                self.note_alias_of_self(name, right);
             }
             "attribute" => {
                 let Some(object) = left.field("object") else {
@@ -92,6 +93,7 @@ impl<'t> Walker<'_, 't> {
                         .push((attr.as_str().into(), vals.clone()));
                 }
                 if let Some(attr_of_self) = self.self_attribute(left) {
+                    self.note_self_alias(right, &attr_of_self);
                     match right.is_some_and(|r| r.kind() == "none") {
                         true => self.self_store_none(attr_of_self),
                         false => self.self_store(attr_of_self, &vals),
@@ -107,12 +109,15 @@ impl<'t> Walker<'_, 't> {
                     self.eval(index);
                 }
                 let containers = self.eval(object);
-                if object.kind() == "identifier"
-                    && let Some(held) = self.env.get_mut(text_of(object, self.text))
-                {
-                    held.extend(vals.clone());
+                if object.kind() == "identifier" {
+                    let name = text_of(object, self.text);
+                    if let Some(held) = self.env.get_mut(name) {
+                        held.extend(vals.clone());
+                    }
+                    self.fill_self_alias(name, &vals);
                 }
                 if let Some(attr_of_self) = self.self_attribute(left) {
+                    self.note_self_alias(right, &attr_of_self);
                     self.self_store(attr_of_self, &vals);
                     // `self.x[k] = None`: what it kept there is dropped.
                     if right.is_some_and(|r| r.kind() == "none") {
