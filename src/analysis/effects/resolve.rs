@@ -416,6 +416,21 @@ fn bind(
         return Bound::Vals(vals.clone());
     }
     if values.splat {
+        // The caller's own `*args` and `**kwargs` spread on
+        // (`self.helper(*args, **kwargs)`): a parameter they fill takes one
+        // of their items, whatever the caller was handed there. One with a
+        // default may keep it (`def step(*xs, layer=layer)`): still
+        // unknown.
+        let filled = callee.splats.get(param).copied().unwrap_or(false)
+            || !callee.defaulted.get(param).copied().unwrap_or(false);
+        if filled
+            && !values.splatted.0.is_empty()
+            && values.splatted.iter().all(|v| {
+                matches!(v.root, Root::Param(_)) && v.attr.is_none() && caller_splats(caller, v)
+            })
+        {
+            return Bound::Vals(values.splatted.clone());
+        }
         return Bound::Unknown;
     }
     // A default value: the callee's own.
@@ -721,5 +736,13 @@ impl<F: Fn(&FunctionRef) -> Option<Arc<Summary>>> Resolver<'_, '_, F> {
             }
             Some(found)
         }
+    }
+}
+
+/// Whether `v` is one of the `*args` / `**kwargs` parameters of `caller`.
+fn caller_splats(caller: &FunctionFact, v: &Val) -> bool {
+    match v.root {
+        Root::Param(i) => caller.splats.get(i as usize).copied().unwrap_or(false),
+        _ => false,
     }
 }

@@ -307,7 +307,15 @@ impl<'t> Walker<'_, 't> {
                         }
                         "list_splat" | "dictionary_splat" => {
                             values.splat = true;
-                            self.eval(argument);
+                            match argument.named_child(0) {
+                                Some(spread) => {
+                                    let vals = self.eval(spread);
+                                    values.splatted.extend(vals);
+                                }
+                                None => {
+                                    self.eval(argument);
+                                }
+                            }
                         }
                         "comment" => {}
                         _ => {
