@@ -389,6 +389,7 @@ impl ModuleFacts {
                 method: facts.functions[i].is_method && !facts.functions[i].static_method,
                 outer_self: outer_self.as_deref(),
                 keep_locals: has_closures.contains(&def.start_byte()),
+                class_method: facts.functions[i].class_method,
             };
             let local = crate::analysis::effects::local::local_facts(*def, text, &context);
             facts.functions[i].local = local;

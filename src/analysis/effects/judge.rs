@@ -498,6 +498,7 @@ pub fn own_signs(
         method,
         outer_self: None,
         keep_locals: false,
+        class_method: false,
     };
     let parameters = crate::syntax::parameter_names(function, text);
     let roles = roles_with_defaults(

@@ -264,6 +264,9 @@ pub struct Context<'a> {
     pub outer_self: Option<&'a str>,
     /// Keep the locals (the function has closures).
     pub keep_locals: bool,
+    /// A `@classmethod`: its first parameter is the class, and an instance
+    /// it makes (`self = cls()`) is one of the class's own.
+    pub class_method: bool,
 }
 
 /// Deepest expression nesting followed; deeper is of unknown value.
@@ -284,6 +287,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         storage_held: Vec::new(),
         filled: Vec::new(),
         self_aliases: Vec::new(),
+        instances: Vec::new(),
     };
     if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
@@ -372,6 +376,10 @@ struct Walker<'a, 't> {
     /// (`blocks = []; self.blocks[k] = blocks`), with that attribute:
     /// filling the name fills the attribute (the same object).
     self_aliases: Vec<(String, String)>,
+    /// Local names bound to an instance a class method makes of its own
+    /// class (`self = cls()`): what it stores on them, it stores on an
+    /// object of its class.
+    instances: Vec<String>,
 }
 
 impl<'t> Walker<'_, 't> {

@@ -177,7 +177,28 @@ impl<'t> Walker<'_, 't> {
         }
     }
 
+    /// Notes `name = cls(...)` in a class method: an instance of its own
+    /// class (see [`Walker::is_self`]).
+    pub(super) fn note_instance(&mut self, name: &str, right: Option<Node<'_>>) {
+        if !self.context.class_method {
+            return;
+        }
+        let Some(class) = self.params.first() else {
+            return;
+        };
+        let made = right
+            .filter(|r| r.kind() == "call")
+            .and_then(|r| r.field("function"))
+            .is_some_and(|f| f.kind() == "identifier" && text_of(f, self.text) == class);
+        if made && !self.instances.iter().any(|n| n == name) {
+            self.instances.push(name.to_owned());
+        }
+    }
+
     pub(super) fn is_self(&self, name: &str) -> bool {
+        if self.instances.iter().any(|n| n == name) {
+            return true;
+        }
         if self.env.contains_key(name) {
             return false;
         }

@@ -70,6 +70,7 @@ impl<'t> Walker<'_, 't> {
                 }
                 self.env.entry(name.to_owned()).or_default().extend(vals);
                 self.note_alias_of_self(name, right);
+                self.note_instance(name, right);
             }
             "attribute" => {
                 let Some(object) = left.field("object") else {
