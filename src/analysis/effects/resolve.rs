@@ -416,13 +416,13 @@ fn bind(
         return Bound::Vals(vals.clone());
     }
     if values.splat {
-        // The caller's own `*args` and `**kwargs` spread on
-        // (`self.helper(*args, **kwargs)`): a parameter they fill takes one
-        // of their items, whatever the caller was handed there. One with a
-        // default may keep it (`def step(*xs, layer=layer)`): still
-        // unknown.
-        let filled = callee.splats.get(param).copied().unwrap_or(false)
-            || !callee.defaulted.get(param).copied().unwrap_or(false);
+        // The caller's own `*args` and `**kwargs` spread on to the callee's
+        // own (`self.helper(*args, **kwargs)` into `def helper(self, *args,
+        // **kwargs)`): the same items, judged as the caller's. A plain
+        // parameter takes one item the analysis cannot place (torch hands a
+        // `def hook(*args)` the module first), and one with a default may
+        // keep it: still unknown.
+        let filled = callee.splats.get(param).copied().unwrap_or(false);
         if filled
             && !values.splatted.0.is_empty()
             && values.splatted.iter().all(|v| {

@@ -139,17 +139,43 @@ impl<'t> Walker<'_, 't> {
     /// same object.
     pub(super) fn note_alias_of_self(&mut self, name: &str, right: Option<Node<'_>>) {
         let Some(mut right) = right else { return };
-        if right.kind() == "call"
-            && let Some(function) = right.field("function").filter(|f| f.kind() == "attribute")
-            && function
-                .field("attribute")
-                .is_some_and(|a| matches!(text_of(a, self.text), "get" | "setdefault"))
-            && let Some(object) = function.field("object")
-        {
-            right = object;
+        if right.kind() == "call" {
+            // `.get(k)` or `.setdefault(k, [])`: the item kept there; a
+            // default `.get(k, [])` hands back is kept nowhere.
+            let arguments = right
+                .field("arguments")
+                .map_or(0, |a| a.named_child_count());
+            match right.field("function").filter(|f| f.kind() == "attribute") {
+                Some(function)
+                    if function.field("attribute").is_some_and(|a| {
+                        let method = text_of(a, self.text);
+                        (method == "get" && arguments == 1) || method == "setdefault"
+                    }) =>
+                {
+                    let Some(object) = function.field("object") else {
+                        return;
+                    };
+                    right = object;
+                }
+                _ => return,
+            }
         }
         if !matches!(right.kind(), "attribute" | "subscript") {
             return;
+        }
+        // A slice is a copy (`todo = self.pending[:]`).
+        let mut place = right;
+        while place.kind() == "subscript" {
+            if place
+                .field("subscript")
+                .is_some_and(|index| index.kind() == "slice")
+            {
+                return;
+            }
+            match place.field("value") {
+                Some(value) => place = value,
+                None => break,
+            }
         }
         if let Some(attr) = self.self_attribute(right) {
             let alias = (name.to_owned(), attr);
