@@ -506,27 +506,22 @@ impl<'t> Walker<'_, 't> {
             return;
         }
         let Some(receiver) = receiver else { return };
+        // What was put in.
+        let mut stored = Vals::default();
+        for vals in &values.positional {
+            stored.extend(vals.clone());
+        }
         if let Some(attr) = self.self_attribute(receiver) {
-            let mut stored = Vals::default();
-            for vals in &values.positional {
-                stored.extend(vals.clone());
-            }
             self.self_store(attr, &stored);
         }
         // A local container filled: it holds what was put in.
         if receiver.kind() == "identifier" {
             let name = text_of(receiver, self.text);
             if let Some(held) = self.env.get_mut(name) {
-                for vals in &values.positional {
-                    held.extend(vals.clone());
-                }
+                held.extend(stored.clone());
             }
             // A set's `add` is no list's or dict's: a tensor has one too.
             if method != "add" {
-                let mut stored = Vals::default();
-                for vals in &values.positional {
-                    stored.extend(vals.clone());
-                }
                 self.fill_self_alias(name, &stored);
             }
         }

@@ -126,10 +126,15 @@ impl<'t> Walker<'_, 't> {
         };
         let name = text_of(right, self.text);
         if self.env.contains_key(name) && !self.is_self(name) {
-            let alias = (name.to_owned(), attr.to_owned());
-            if !self.self_aliases.contains(&alias) {
-                self.self_aliases.push(alias);
-            }
+            self.add_self_alias(name.to_owned(), attr.to_owned());
+        }
+    }
+
+    /// Notes the local `name` as the container `self.<attr>` (once).
+    fn add_self_alias(&mut self, name: String, attr: String) {
+        let alias = (name, attr);
+        if !self.self_aliases.contains(&alias) {
+            self.self_aliases.push(alias);
         }
     }
 
@@ -178,10 +183,7 @@ impl<'t> Walker<'_, 't> {
             }
         }
         if let Some(attr) = self.self_attribute(right) {
-            let alias = (name.to_owned(), attr);
-            if !self.self_aliases.contains(&alias) {
-                self.self_aliases.push(alias);
-            }
+            self.add_self_alias(name.to_owned(), attr);
         }
     }
 
