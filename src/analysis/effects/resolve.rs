@@ -424,12 +424,13 @@ fn bind(
         // keep it: still unknown.
         let filled = callee.splats.get(param).copied().unwrap_or(false);
         if filled
-            && !values.splatted.0.is_empty()
-            && values.splatted.iter().all(|v| {
+            && let Some(splatted) = values.splatted.as_deref()
+            && !splatted.0.is_empty()
+            && splatted.iter().all(|v| {
                 matches!(v.root, Root::Param(_)) && v.attr.is_none() && caller_splats(caller, v)
             })
         {
-            return Bound::Vals(values.splatted.clone());
+            return Bound::Vals(splatted.clone());
         }
         return Bound::Unknown;
     }

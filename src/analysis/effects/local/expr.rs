@@ -310,7 +310,10 @@ impl<'t> Walker<'_, 't> {
                             match argument.named_child(0) {
                                 Some(spread) => {
                                     let vals = self.eval(spread);
-                                    values.splatted.extend(vals);
+                                    values
+                                        .splatted
+                                        .get_or_insert_with(Box::default)
+                                        .extend(vals);
                                 }
                                 None => {
                                     self.eval(argument);

@@ -163,8 +163,9 @@ pub struct CallValues {
     /// `*args` or `**kwargs` among the arguments: positions after it are
     /// unknown.
     pub splat: bool,
-    /// What the `*args` and `**kwargs` among the arguments spread.
-    pub splatted: Vals,
+    /// What the `*args` and `**kwargs` among the arguments spread (kept
+    /// boxed: most calls spread nothing).
+    pub splatted: Option<Box<Vals>>,
     /// The positional arguments after a `*args` (`f(*xs, a, b)`): they bind
     /// the callee's last parameters where it takes a fixed number.
     pub after_splat: Vec<Vals>,
