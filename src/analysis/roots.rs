@@ -98,16 +98,23 @@ impl ProjectIndex<'_> {
         // Whether each forward of a class may copy its own weight in (see
         // `layer_transfer`), and the leaf layer its class derives from where
         // it may (one pass over their lineages, kept).
+        // The first question on its own (in parallel: it may read the
+        // modules of a class's bases), the memoised lineage walk only where
+        // it says yes.
+        let may_copy: Vec<bool> = roots
+            .par_iter()
+            .map(|&(module, method, class)| {
+                class.is_some()
+                    && !module.functions[method].compiled
+                    && self.may_copy_own_weight(module, method)
+            })
+            .collect();
         let mut layers = crate::analysis::layer_transfer::LeafLayers::new();
         let copies: Vec<(bool, Option<String>)> = roots
             .iter()
-            .map(|&(module, method, class)| match class {
-                Some(class)
-                    if !module.functions[method].compiled
-                        && self.may_copy_own_weight(module, method) =>
-                {
-                    (true, self.leaf_layer_base(module, class, &mut layers))
-                }
+            .zip(may_copy)
+            .map(|(&(module, _, class), may_copy)| match class {
+                Some(class) if may_copy => (true, self.leaf_layer_base(module, class, &mut layers)),
                 _ => (false, None),
             })
             .collect();
