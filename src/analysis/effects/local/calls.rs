@@ -517,9 +517,7 @@ impl<'t> Walker<'_, 't> {
         // A local container filled: it holds what was put in.
         if receiver.kind() == "identifier" {
             let name = text_of(receiver, self.text);
-            if let Some(held) = self.env.get_mut(name) {
-                held.extend(stored.clone());
-            }
+            self.env.fill(name, stored.clone());
             // A set's `add` is no list's or dict's: a tensor has one too.
             if method != "add" {
                 self.fill_self_alias(name, &stored);

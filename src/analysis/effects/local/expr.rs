@@ -18,7 +18,7 @@ const COMPUTED_ATTRIBUTE: &str = "<computed>";
 impl<'t> Walker<'_, 't> {
     pub(super) fn value_of_name(&self, name: &str) -> Vals {
         if let Some(vals) = self.env.get(name) {
-            return vals.clone();
+            return vals;
         }
         if let Some(i) = self.params.iter().position(|p| p == name) {
             return Vals::one(Val::new(Root::Param(i as u16), Shape::Object));

@@ -28,6 +28,7 @@ use crate::syntax::text_of;
 
 mod calls;
 mod copies;
+mod env;
 mod expr;
 mod self_state;
 mod store;
@@ -281,7 +282,8 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         function,
         params,
         context,
-        env: HashMap::new(),
+        env: env::Env::default(),
+        assigning: false,
         facts: LocalFacts::default(),
         depth: 0,
         timing: None,
@@ -305,10 +307,10 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
     if context.keep_locals {
         let mut locals: Vec<(Box<str>, Vals)> = walker
             .env
+            .into_locals()
             .into_iter()
             .map(|(name, vals)| (name.into_boxed_str(), vals))
             .collect();
-        locals.sort_by(|a, b| a.0.cmp(&b.0));
         for (i, name) in walker.params.iter().enumerate() {
             if !locals.iter().any(|(n, _)| **n == **name) {
                 locals.push((
@@ -360,7 +362,10 @@ struct Walker<'a, 't> {
     function: Node<'t>,
     params: Vec<String>,
     context: &'a Context<'a>,
-    env: HashMap<String, Vals>,
+    env: env::Env,
+    /// Whether the names being stored are a plain assignment's targets
+    /// (see [`env::Env::assign`]).
+    assigning: bool,
     facts: LocalFacts,
     depth: usize,
     /// Whether the function times itself or reads memory statistics (asked
@@ -437,6 +442,14 @@ impl<'t> Walker<'_, 't> {
     }
 
     // -- statements ---------------------------------------------------------
+
+    /// A block of a compound statement: it may or may not run (see
+    /// [`env::Env::enter_arm`]).
+    fn arm(&mut self, block: Node<'t>) {
+        let arm = self.env.enter_arm();
+        self.block(block);
+        self.env.leave_arm(arm);
+    }
 
     fn block(&mut self, block: Node<'t>) {
         let mut cursor = block.walk();
@@ -533,7 +546,7 @@ impl<'t> Walker<'_, 't> {
             "function_definition" | "class_definition" => {
                 if let Some(name) = node.field("name") {
                     let name = text_of(name, self.text).to_owned();
-                    self.env.insert(name, Vals::fresh());
+                    self.env.set(name, Vals::fresh());
                 }
             }
             "decorated_definition" => {
@@ -544,6 +557,13 @@ impl<'t> Walker<'_, 't> {
             "import_statement" | "import_from_statement" | "future_import_statement" => {
                 self.local_import(node);
             }
+            "try_statement" => {
+                // An `except` block may start after any statement of the
+                // body: nothing inside replaces what a name held.
+                self.env.enter_try();
+                self.nested(node);
+                self.env.leave_try();
+            }
             "global_statement" | "nonlocal_statement" | "pass_statement" | "break_statement"
             | "continue_statement" | "comment" => {}
             _ => self.nested(node),
@@ -553,14 +573,14 @@ impl<'t> Walker<'_, 't> {
     /// A compound statement's parts: blocks walked, conditions evaluated.
     fn nested(&mut self, node: Node<'t>) {
         if node.kind() == "block" {
-            self.block(node);
+            self.arm(node);
             return;
         }
         let mut cursor = node.walk();
         let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
         for child in children {
             match child.kind() {
-                "block" => self.block(child),
+                "block" => self.arm(child),
                 "elif_clause"
                 | "else_clause"
                 | "except_clause"
@@ -645,7 +665,7 @@ impl<'t> Walker<'_, 't> {
             } else {
                 full
             };
-            self.env.insert(
+            self.env.set(
                 bound,
                 Vals::one(Val::new(Root::Global(path.into()), Shape::Object)),
             );
@@ -675,7 +695,9 @@ impl<'t> Walker<'_, 't> {
             self.eval(right)
         };
         if let Some(left) = node.field("left") {
+            let assigning = std::mem::replace(&mut self.assigning, true);
             self.store(left, vals, Some(right));
+            self.assigning = assigning;
         }
     }
 

@@ -59,16 +59,19 @@ impl<'t> Walker<'_, 't> {
                     }
                     v
                 });
-                // A parameter rebound keeps what it was handed too: the
-                // walk is not flow-sensitive, and the value first passed
-                // reaches the code before the rebinding.
+                // A parameter rebound: what it was handed is what it held
+                // on entry (replaced by an assignment in the body's own
+                // straight line, joined after an arm; see `env`).
                 if !self.env.contains_key(name) {
                     let first = self.value_of_name(name);
                     if first.iter().any(|v| matches!(v.root, Root::Param(_))) {
-                        self.env.insert(name.to_owned(), first);
+                        self.env.seed(name, first);
                     }
                 }
-                self.env.entry(name.to_owned()).or_default().extend(vals);
+                match self.assigning {
+                    true => self.env.assign(name, vals),
+                    false => self.env.add(name, vals),
+                }
                 self.note_alias_of_self(name, right);
                 self.note_instance(name, right);
             }
@@ -112,9 +115,7 @@ impl<'t> Walker<'_, 't> {
                 let containers = self.eval(object);
                 if object.kind() == "identifier" {
                     let name = text_of(object, self.text);
-                    if let Some(held) = self.env.get_mut(name) {
-                        held.extend(vals.clone());
-                    }
+                    self.env.fill(name, vals.clone());
                     self.fill_self_alias(name, &vals);
                 }
                 if let Some(attr_of_self) = self.self_attribute(left) {
