@@ -10,14 +10,22 @@
 //! joins what the name held before it once the arm ends (`x = a; if c: x =
 //! b` leaves `x` holding `a` or `b`). The walk is one pass: a value bound
 //! late in a loop's body is not seen by its earlier statements on the next
-//! iteration, as before. Inside a `try` statement nothing is replaced (an
-//! `except` block may start after any statement of the body); loop
-//! targets, `with ... as` names and comprehension variables add to what a
-//! name holds, as before.
+//! iteration, as before.
 //!
-//! What every name was ever bound to stays available for the function's
-//! exported locals ([`Env::into_locals`]), which later questions read
-//! without knowing where in the function they are asked.
+//! Nothing is replaced in a block that may stop part way and be left with
+//! the names as they were at any statement ([`Env::enter_partial`]): a
+//! `try` statement (an `except` block may start after any statement of the
+//! body), a `with` statement's body (its context manager may swallow an
+//! exception), a loop whose body holds a `break` or `continue` of its own.
+//! Loop targets, `with ... as` names, comprehension variables and walrus
+//! targets add to what a name holds, as before; a `def`, a `class` or an
+//! import binds its name to that alone, as before.
+//!
+//! What every name was bound to, in the order bound (the first few kept,
+//! see `Vals`), stays available for the function's exported locals
+//! ([`Env::into_locals`]), which later questions read without knowing
+//! where in the function they are asked: exactly what the walk kept before
+//! it ran in order.
 
 use std::collections::HashMap;
 
@@ -63,13 +71,13 @@ pub(super) struct Env {
     /// The arm the walk is in, and the last arm id given out.
     arm: u32,
     arms: u32,
-    /// How many `try` statements the walk is inside.
-    in_try: u32,
+    /// How many blocks that may stop part way the walk is inside.
+    partial: u32,
     /// The names bound in the arms the walk is inside, each arm's from
     /// where it started: handed to the enclosing arm when one ends.
     trail: Vec<String>,
-    /// What assignments replaced, for [`Env::into_locals`].
-    replaced: HashMap<String, Vals>,
+    /// Everything each name was bound to, for [`Env::into_locals`].
+    ever: HashMap<String, Vals>,
 }
 
 /// Where an arm started (see [`Env::enter_arm`]).
@@ -88,20 +96,39 @@ impl Env {
         self.names.contains_key(name)
     }
 
-    /// `name` now holds `vals` alone, wherever the walk is (a `def`, a
-    /// `class` or an import binds a name to one thing).
+    /// `name` now holds `vals` alone, wherever the walk is: a `def`, a
+    /// `class` or an import, as the walk always took them (inside an `if`
+    /// too, where the name may still hold what it held before).
     pub(super) fn set(&mut self, name: String, vals: Vals) {
-        self.trail.push(name.clone());
+        self.note_in_arm(&name);
+        self.ever.insert(name.clone(), vals.clone());
         self.names.insert(name, Bound(vec![(self.arm, vals)]));
     }
 
     /// `name` holds `vals` too: a loop's target, a container filled.
     pub(super) fn add(&mut self, name: &str, vals: Vals) {
-        self.trail.push(name.to_owned());
+        self.note_in_arm(name);
+        self.bind_in(self.arm, name, vals);
+    }
+
+    /// `name` holds `vals` too, bound in `arm`.
+    fn bind_in(&mut self, arm: u32, name: &str, vals: Vals) {
+        self.ever
+            .entry(name.to_owned())
+            .or_default()
+            .extend(vals.clone());
         self.names
             .entry(name.to_owned())
             .or_default()
-            .push(self.arm, vals);
+            .push(arm, vals);
+    }
+
+    /// Remembers that `name` was bound in the arm the walk is in, for the
+    /// arm's end; the body's own bindings need no such note.
+    fn note_in_arm(&mut self, name: &str) {
+        if self.arm != BODY {
+            self.trail.push(name.to_owned());
+        }
     }
 
     /// `name` holds `vals` too, if it is bound here.
@@ -114,27 +141,17 @@ impl Env {
     /// What `name` held on entry (a parameter), kept as the body's: an
     /// assignment in an arm does not replace it.
     pub(super) fn seed(&mut self, name: &str, vals: Vals) {
-        self.names
-            .entry(name.to_owned())
-            .or_default()
-            .push(BODY, vals);
+        self.bind_in(BODY, name, vals);
     }
 
     /// A plain assignment: `name` holds `vals`, replacing what this arm
-    /// bound it to before (nothing inside a `try`).
+    /// bound it to before (nothing in a block that may stop part way).
     pub(super) fn assign(&mut self, name: &str, vals: Vals) {
-        if self.in_try == 0
+        if self.partial == 0
             && let Some(bound) = self.names.get_mut(name)
         {
             let arm = self.arm;
-            let replaced = self.replaced.entry(name.to_owned()).or_default();
-            bound.0.retain(|(at, held)| {
-                let keep = *at != arm;
-                if !keep {
-                    replaced.extend(held.clone());
-                }
-                keep
-            });
+            bound.0.retain(|(at, _)| *at != arm);
         }
         self.add(name, vals);
     }
@@ -169,26 +186,21 @@ impl Env {
         }
     }
 
-    pub(super) fn enter_try(&mut self) {
-        self.in_try += 1;
+    /// Enters a block that may stop part way and be left with the names
+    /// as they were at any of its statements (see the module's doc): no
+    /// assignment in it replaces anything.
+    pub(super) fn enter_partial(&mut self) {
+        self.partial += 1;
     }
 
-    pub(super) fn leave_try(&mut self) {
-        self.in_try = self.in_try.saturating_sub(1);
+    pub(super) fn leave_partial(&mut self) {
+        self.partial -= 1;
     }
 
-    /// Every name with everything it was ever bound to (what assignments
-    /// replaced first), by name.
-    pub(super) fn into_locals(mut self) -> Vec<(String, Vals)> {
-        let mut locals: Vec<(String, Vals)> = self
-            .names
-            .into_iter()
-            .map(|(name, bound)| {
-                let mut all = self.replaced.remove(&name).unwrap_or_default();
-                all.extend(bound.union());
-                (name, all)
-            })
-            .collect();
+    /// Every name with everything it was bound to, in the order bound, by
+    /// name.
+    pub(super) fn into_locals(self) -> Vec<(String, Vals)> {
+        let mut locals: Vec<(String, Vals)> = self.ever.into_iter().collect();
         locals.sort_by(|a, b| a.0.cmp(&b.0));
         locals
     }
@@ -244,16 +256,36 @@ mod tests {
     #[test]
     fn nothing_is_replaced_inside_a_try_and_a_parameter_survives_an_arm() {
         let mut env = Env::default();
-        env.enter_try();
+        env.enter_partial();
         env.assign("x", named("a"));
         env.assign("x", named("b"));
-        env.leave_try();
+        env.leave_partial();
         assert_eq!(held(&env, "x"), ["a", "b"]);
         let arm = env.enter_arm();
         env.seed("p", named("param"));
         env.assign("p", named("new"));
         env.leave_arm(arm);
         assert_eq!(held(&env, "p"), ["param", "new"]);
+    }
+
+    #[test]
+    fn exported_locals_keep_the_first_values_bound_in_order() {
+        let mut env = Env::default();
+        env.assign("x", named("a"));
+        let arm = env.enter_arm();
+        env.assign("x", named("b"));
+        env.assign("x", named("c"));
+        env.leave_arm(arm);
+        env.assign("x", named("d"));
+        env.assign("x", named("e"));
+        let locals = env.into_locals();
+        let held: Vec<String> = locals[0]
+            .1
+            .iter()
+            .map(|v| format!("{:?}", v.root))
+            .collect();
+        assert_eq!(held.len(), 4);
+        assert!(held[0].contains('a') && held[3].contains('d'), "{held:?}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod calls;
 mod copies;
 mod env;
 mod expr;
+mod flow;
 mod self_state;
 mod store;
 
@@ -443,14 +444,6 @@ impl<'t> Walker<'_, 't> {
 
     // -- statements ---------------------------------------------------------
 
-    /// A block of a compound statement: it may or may not run (see
-    /// [`env::Env::enter_arm`]).
-    fn arm(&mut self, block: Node<'t>) {
-        let arm = self.env.enter_arm();
-        self.block(block);
-        self.env.leave_arm(arm);
-    }
-
     fn block(&mut self, block: Node<'t>) {
         let mut cursor = block.walk();
         let children: Vec<Node<'t>> = block.named_children(&mut cursor).collect();
@@ -526,11 +519,13 @@ impl<'t> Walker<'_, 't> {
                 if let Some(left) = node.field("left") {
                     self.bind_items(left, items);
                 }
-                for field in ["body", "alternative"] {
-                    if let Some(body) = node.field(field) {
-                        self.nested(body);
+                self.in_loop(node, |walker| {
+                    for field in ["body", "alternative"] {
+                        if let Some(body) = node.field(field) {
+                            walker.nested(body);
+                        }
                     }
-                }
+                });
             }
             "with_statement" => {
                 let mut cursor = node.walk();
@@ -538,7 +533,8 @@ impl<'t> Walker<'_, 't> {
                 for child in children {
                     match child.kind() {
                         "with_clause" => self.with_clause(child),
-                        "block" => self.block(child),
+                        // Its context manager may swallow an exception.
+                        "block" => self.partially(true, |walker| walker.block(child)),
                         _ => {}
                     }
                 }
@@ -557,12 +553,10 @@ impl<'t> Walker<'_, 't> {
             "import_statement" | "import_from_statement" | "future_import_statement" => {
                 self.local_import(node);
             }
-            "try_statement" => {
-                // An `except` block may start after any statement of the
-                // body: nothing inside replaces what a name held.
-                self.env.enter_try();
-                self.nested(node);
-                self.env.leave_try();
+            // An `except` block may start after any statement of the body.
+            "try_statement" => self.partially(true, |walker| walker.nested(node)),
+            "while_statement" => {
+                self.in_loop(node, |walker| walker.nested(node));
             }
             "global_statement" | "nonlocal_statement" | "pass_statement" | "break_statement"
             | "continue_statement" | "comment" => {}

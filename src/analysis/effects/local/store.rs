@@ -43,6 +43,9 @@ impl<'t> Walker<'_, 't> {
     /// Binds `vals` to a target: a name, a pattern, or a place
     /// (`obj.attr`, `obj[k]`), where storing may be an effect.
     pub(super) fn store(&mut self, left: Node<'t>, vals: Vals, right: Option<Node<'t>>) {
+        // A plain assignment's targets are the names it binds, not a
+        // comprehension's or a walrus's inside a subscript or an object.
+        let assigning = std::mem::replace(&mut self.assigning, false);
         match left.kind() {
             "identifier" => {
                 let name = text_of(left, self.text);
@@ -68,7 +71,7 @@ impl<'t> Walker<'_, 't> {
                         self.env.seed(name, first);
                     }
                 }
-                match self.assigning {
+                match assigning {
                     true => self.env.assign(name, vals),
                     false => self.env.add(name, vals),
                 }
@@ -189,11 +192,13 @@ impl<'t> Walker<'_, 't> {
                     } else {
                         vals.clone()
                     };
+                    self.assigning = assigning;
                     self.store(part, vals, None);
                 }
             }
             "list_splat_pattern" | "parenthesized_expression" => {
                 if let Some(inner) = left.named_child(0) {
+                    self.assigning = assigning;
                     self.store(inner, vals, right);
                 }
             }
