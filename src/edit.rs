@@ -3,7 +3,7 @@
 
 /// Replace `start..end` of the original with `replacement` (an insertion when
 /// the range is empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Edit {
     pub start: usize,
     pub end: usize,
@@ -48,23 +48,28 @@ pub struct Applied {
 /// Among edits at the same offset, the earlier-accepted comes first.
 pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
     let mut accepted: Vec<(usize, &Edit)> = Vec::new();
+    // The accepted edits by range, and the edits themselves: whether a new
+    // edit is one of them, or overlaps one, is a look-up (a file with
+    // thousands of hooks is not checked edit against edit).
+    let mut ranges: std::collections::BTreeSet<(usize, usize)> = std::collections::BTreeSet::new();
+    let mut made: std::collections::HashSet<&Edit> = std::collections::HashSet::new();
     let mut skipped = Vec::new();
     let mut sequence = 0;
     for (index, fix) in fixes.iter().enumerate() {
-        let fresh: Vec<&Edit> = fix
-            .edits
-            .iter()
-            .filter(|e| !accepted.iter().any(|(_, a)| *a == *e))
-            .collect();
+        let fresh: Vec<&Edit> = fix.edits.iter().filter(|e| !made.contains(*e)).collect();
         // A fix whose own edits overlap cannot be applied either (slicing
         // would run backwards): it is skipped like any other conflict.
-        if fresh.iter().enumerate().any(|(i, e)| {
-            accepted.iter().any(|(_, a)| a.overlaps(e)) || fresh[..i].iter().any(|f| f.overlaps(e))
-        }) {
+        if fresh
+            .iter()
+            .enumerate()
+            .any(|(i, e)| overlaps_any(&ranges, e) || fresh[..i].iter().any(|f| f.overlaps(e)))
+        {
             skipped.push(index);
             continue;
         }
         for edit in fresh {
+            made.insert(edit);
+            ranges.insert((edit.start, edit.end));
             accepted.push((sequence, edit));
             sequence += 1;
         }
@@ -83,6 +88,20 @@ pub fn apply(text: &str, fixes: &[Fix]) -> Applied {
         skipped,
         made: accepted.into_iter().map(|(_, edit)| edit.clone()).collect(),
     }
+}
+
+/// Whether `edit` overlaps one of the accepted `ranges`, which overlap
+/// no other: the last range starting before it (ranges that share no byte
+/// end in the order they start) and those starting inside it.
+fn overlaps_any(ranges: &std::collections::BTreeSet<(usize, usize)>, edit: &Edit) -> bool {
+    let shares = |&(start, end): &(usize, usize)| start < edit.end && edit.start < end;
+    ranges
+        .range(..(edit.start, 0))
+        .next_back()
+        .is_some_and(shares)
+        || ranges
+            .range((edit.start, 0)..(edit.end, 0))
+            .any(shares)
 }
 
 #[cfg(test)]
@@ -129,5 +148,54 @@ mod tests {
         let applied = apply("0123456", &fixes);
         assert_eq!(applied.text, "abc3456");
         assert_eq!(applied.skipped, vec![1]);
+    }
+
+    /// The look-up agrees with checking every accepted edit, on random
+    /// fixes of inserts and replacements (fixed seeds).
+    #[test]
+    fn overlap_lookup_agrees_with_pairwise_checks() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % bound as u64).unwrap_or(0)
+        };
+        let text = "0123456789abcdefghijklmnopqrstuvwxyz";
+        for _ in 0..2_000 {
+            let fixes: Vec<Fix> = (0..1 + next(6))
+                .map(|_| Fix {
+                    edits: (0..1 + next(3))
+                        .map(|_| {
+                            let start = next(text.len() + 1);
+                            let end = (start + next(4).saturating_sub(1)).min(text.len());
+                            Edit {
+                                start,
+                                end,
+                                replacement: ["", "@", "xy"][next(3)].to_owned(),
+                            }
+                        })
+                        .collect(),
+                })
+                .collect();
+            let applied = apply(text, &fixes);
+            // The same decisions, edit against edit.
+            let mut accepted: Vec<&Edit> = Vec::new();
+            let mut skipped = Vec::new();
+            for (index, fix) in fixes.iter().enumerate() {
+                let fresh: Vec<&Edit> =
+                    fix.edits.iter().filter(|e| !accepted.contains(e)).collect();
+                if fresh.iter().enumerate().any(|(i, e)| {
+                    accepted.iter().any(|a| a.overlaps(e))
+                        || fresh[..i].iter().any(|f| f.overlaps(e))
+                }) {
+                    skipped.push(index);
+                } else {
+                    accepted.extend(fresh);
+                }
+            }
+            assert_eq!(applied.skipped, skipped, "{fixes:?}");
+            assert_eq!(applied.made.len(), accepted.len(), "{fixes:?}");
+        }
     }
 }

@@ -268,7 +268,10 @@ impl ProjectIndex<'_> {
         let mut saved: Vec<&str> = function.saved_forwards.iter().map(String::as_str).collect();
         let mut outer = function.outer;
         while let Some(start) = outer {
-            let Some(around) = module.functions.iter().find(|f| f.start == start) else {
+            let Some(around) = module
+                .function_starting(start)
+                .map(|i| &module.functions[i])
+            else {
                 break;
             };
             saved.extend(around.saved_forwards.iter().map(String::as_str));

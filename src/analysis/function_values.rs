@@ -75,9 +75,9 @@ impl ProjectIndex<'_> {
                     }
                     match scope {
                         Some(i) => {
-                            scope = module.functions[i].outer.and_then(|start| {
-                                module.functions.iter().position(|f| f.start == start)
-                            });
+                            scope = module.functions[i]
+                                .outer
+                                .and_then(|start| module.function_starting(start));
                         }
                         None => return Vec::new(),
                     }

@@ -97,6 +97,8 @@ pub struct ModuleFacts {
     by_name: HashMap<String, HashMap<Option<usize>, Vec<usize>>>,
     /// [`ModuleFacts::functions`] by start byte.
     by_start: HashMap<usize, usize>,
+    /// [`ModuleFacts::functions`] by the line and column of their start.
+    by_place: HashMap<(usize, usize), usize>,
     /// The functions defined directly in each function, by its start byte.
     by_outer: HashMap<usize, Vec<usize>>,
 }
@@ -734,6 +736,9 @@ impl ModuleFacts {
             }
         }
         facts.by_start = by_start;
+        for (index, f) in facts.functions.iter().enumerate() {
+            facts.by_place.entry((f.line, f.column)).or_insert(index);
+        }
         // Kept for the whole run: what growing them left unused goes back.
         for function in &mut facts.functions {
             function.calls.shrink_to_fit();

@@ -30,9 +30,7 @@ impl ModuleFacts {
     }
 
     pub(in crate::analysis) fn function_at(&self, line: usize, column: usize) -> Option<usize> {
-        self.functions
-            .iter()
-            .position(|f| f.line == line && f.column == column)
+        self.by_place.get(&(line, column)).copied()
     }
 
     /// The `def`s named `name` directly in the bodies of `scopes` (each the
