@@ -165,6 +165,24 @@ def chained_moves(n):
     )
 
 
+def carrying_loops(n):
+    # One hook with n loops, each nested in the last (CPython allows about
+    # 100 levels of indentation), each reading a name
+    # before binding it (a value carried to the next iteration): a loop is
+    # walked twice at most 8 times per function, and loops inside a loop
+    # walked to learn what it carries are walked once.
+    body = ""
+    for i in range(n):
+        pad = "    " * (i + 1)
+        body += f"{pad}for l{i} in m.layers:\n{pad}    if w{i} is not None:\n{pad}        w{i}.data = w{i}.data.cpu()\n{pad}    w{i} = l{i}.weight\n"
+    return (
+        "import torch\n\n\ndef pre(m, a):\n"
+        + "".join(f"    w{i} = None\n" for i in range(n))
+        + body
+        + "\n\nmodel.register_forward_pre_hook(pre)\n"
+    )
+
+
 SHAPES = [
     ("nested lambdas", lambdas, 1000),
     ("method-call chain", method_chain, 500),
@@ -181,6 +199,7 @@ SHAPES = [
     ("setattr(m, name, f) with a parameter name in n functions", named_setattrs, 2000),
     ('"forward" after a comma n times, no setattr', quoted_forwards, 20000),
     ("one line of n chained .to(...) calls beside a forward", chained_moves, 100000),
+    ("n nested loops carrying a name to the next iteration", carrying_loops, 45),
 ]
 
 

@@ -99,9 +99,7 @@ fn overlaps_any(ranges: &std::collections::BTreeSet<(usize, usize)>, edit: &Edit
         .range(..(edit.start, 0))
         .next_back()
         .is_some_and(shares)
-        || ranges
-            .range((edit.start, 0)..(edit.end, 0))
-            .any(shares)
+        || ranges.range((edit.start, 0)..(edit.end, 0)).any(shares)
 }
 
 #[cfg(test)]

@@ -8,9 +8,9 @@
 //! block is an *arm* that may or may not run, so an assignment inside it
 //! replaces only what the same arm bound before, and what the arm bound
 //! joins what the name held before it once the arm ends (`x = a; if c: x =
-//! b` leaves `x` holding `a` or `b`). The walk is one pass: a value bound
-//! late in a loop's body is not seen by its earlier statements on the next
-//! iteration, as before.
+//! b` leaves `x` holding `a` or `b`). A loop's body starts with what its
+//! previous iteration left in the names it reads before binding them
+//! ([`Env::carry`], see `loops.rs`).
 //!
 //! Nothing is replaced in a block that may stop part way and be left with
 //! the names as they were at any statement ([`Env::enter_partial`]): a
@@ -65,7 +65,7 @@ impl Bound {
 }
 
 /// The local names of one function's walk (see the module's doc).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Env {
     names: HashMap<String, Bound>,
     /// The arm the walk is in, and the last arm id given out.
@@ -129,6 +129,18 @@ impl Env {
         if self.arm != BODY {
             self.trail.push(name.to_owned());
         }
+    }
+
+    /// `name` holds `vals` too in the arm the walk is in, brought there by
+    /// a loop's next iteration: replaced by an assignment in that arm like
+    /// what the arm bound, and not among what the name was ever bound to
+    /// (the walk binds it where it was bound).
+    pub(super) fn carry(&mut self, name: &str, vals: Vals) {
+        self.note_in_arm(name);
+        self.names
+            .entry(name.to_owned())
+            .or_default()
+            .push(self.arm, vals);
     }
 
     /// `name` holds `vals` too, if it is bound here.

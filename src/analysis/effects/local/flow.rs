@@ -3,6 +3,7 @@
 
 use tree_sitter::Node;
 
+use crate::analysis::effects::value::Vals;
 use crate::syntax::Field;
 
 impl<'t> super::Walker<'_, 't> {
@@ -10,6 +11,10 @@ impl<'t> super::Walker<'_, 't> {
     /// [`Env::enter_arm`](super::env::Env::enter_arm)).
     pub(super) fn arm(&mut self, block: Node<'t>) {
         let arm = self.env.enter_arm();
+        // A loop's body: what its previous iteration left (see `loops.rs`).
+        for (name, vals) in self.loops.carry_in.take().into_iter().flatten() {
+            self.env.carry(&name, vals);
+        }
         self.block(block);
         self.env.leave_arm(arm);
     }
@@ -29,10 +34,67 @@ impl<'t> super::Walker<'_, 't> {
     /// Runs `walk` over the parts of `loop_statement` (a `for` or `while`
     /// statement), where nothing is replaced if its body can leave it part
     /// way ([`leaves_its_loop`]): the names as they were at the `break` or
-    /// `continue` go on.
-    pub(super) fn in_loop(&mut self, loop_statement: Node<'t>, walk: impl FnOnce(&mut Self)) {
-        self.partially(leaves_its_loop(loop_statement), walk);
+    /// `continue` go on. Where its body reads a name before binding it, it
+    /// is walked first to learn what an iteration leaves there, with nothing
+    /// recorded, and that is carried into the body (see `loops.rs`).
+    pub(super) fn in_loop(&mut self, loop_statement: Node<'t>, walk: impl Fn(&mut Self)) {
+        let partial = leaves_its_loop(loop_statement);
+        if !self.loops.probing && self.loops.probes < super::loops::MOST_PROBES {
+            let carried = super::loops::carried(loop_statement, self.text);
+            if !carried.is_empty() {
+                self.loops.probes += 1;
+                let saved = self.saved();
+                self.loops.probing = true;
+                self.partially(partial, &walk);
+                self.loops.probing = false;
+                let at_end: Vec<(String, Vals)> = carried
+                    .into_iter()
+                    .filter_map(|name| {
+                        let vals = self.env.get(&name)?;
+                        Some((name, vals))
+                    })
+                    .collect();
+                self.restore(saved);
+                self.loops.carry_in = Some(at_end);
+            }
+        }
+        self.partially(partial, walk);
+        self.loops.carry_in = None;
     }
+
+    /// What a walk of a loop's body changes, as it is before it.
+    fn saved(&self) -> Saved {
+        Saved {
+            env: self.env.clone(),
+            facts: self.facts.clone(),
+            timing: self.timing,
+            storage_held: self.storage_held.clone(),
+            filled: self.filled.clone(),
+            self_aliases: self.self_aliases.clone(),
+            instances: self.instances.clone(),
+        }
+    }
+
+    fn restore(&mut self, saved: Saved) {
+        self.env = saved.env;
+        self.facts = saved.facts;
+        self.timing = saved.timing;
+        self.storage_held = saved.storage_held;
+        self.filled = saved.filled;
+        self.self_aliases = saved.self_aliases;
+        self.instances = saved.instances;
+    }
+}
+
+/// The walk's state before a loop walked to learn what it leaves.
+struct Saved {
+    env: super::env::Env,
+    facts: super::LocalFacts,
+    timing: Option<Option<&'static str>>,
+    storage_held: Vec<String>,
+    filled: Vec<String>,
+    self_aliases: Vec<(String, String)>,
+    instances: Vec<String>,
 }
 
 /// Whether the body of `loop` (a `for` or `while` statement) holds a

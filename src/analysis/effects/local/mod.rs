@@ -31,6 +31,7 @@ mod copies;
 mod env;
 mod expr;
 mod flow;
+mod loops;
 mod self_state;
 mod store;
 
@@ -292,6 +293,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         filled: Vec::new(),
         self_aliases: Vec::new(),
         instances: Vec::new(),
+        loops: loops::Loops::default(),
     };
     if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
@@ -387,6 +389,8 @@ struct Walker<'a, 't> {
     /// class (`self = cls()`): what it stores on them, it stores on an
     /// object of its class.
     instances: Vec<String>,
+    /// What a loop's next iteration brings in (see `flow.rs`).
+    loops: loops::Loops,
 }
 
 impl<'t> Walker<'_, 't> {
