@@ -167,10 +167,10 @@ def chained_moves(n):
 
 def carrying_loops(n):
     # One hook with n loops, each nested in the last (CPython allows about
-    # 100 levels of indentation), each reading a name
-    # before binding it (a value carried to the next iteration): a loop is
-    # walked twice at most 8 times per function, and loops inside a loop
-    # walked to learn what it carries are walked once.
+    # 100 levels of indentation), each reading a name before binding it (a
+    # value carried to the next iteration): looking at a function's loops
+    # and walking them twice costs at most 4x its length, and loops inside
+    # a loop walked to learn what it carries are walked once.
     body = ""
     for i in range(n):
         pad = "    " * (i + 1)

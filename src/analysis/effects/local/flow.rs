@@ -33,19 +33,30 @@ impl<'t> super::Walker<'_, 't> {
 
     /// Runs `walk` over the parts of `loop_statement` (a `for` or `while`
     /// statement), where nothing is replaced if its body can leave it part
-    /// way ([`leaves_its_loop`]): the names as they were at the `break` or
-    /// `continue` go on. Where its body reads a name before binding it, it
-    /// is walked first to learn what an iteration leaves there, with nothing
-    /// recorded, and that is carried into the body (see `loops.rs`).
+    /// way (a `break` or `continue` of its own): the names as they were at the `break` or
+    /// `continue` go on. Where its body reads a name before binding it, its
+    /// body is walked first to learn what an iteration leaves there, with
+    /// nothing recorded, and that is carried into the body (see `loops.rs`).
     pub(super) fn in_loop(&mut self, loop_statement: Node<'t>, walk: impl Fn(&mut Self)) {
-        let partial = leaves_its_loop(loop_statement);
-        if !self.loops.probing && self.loops.probes < super::loops::MOST_PROBES {
+        let (breaks, continues) = own_jumps(loop_statement);
+        let partial = breaks || continues;
+        if !self.loops.probing
+            && !breaks
+            && let Some(body) = loop_statement.field("body")
+            && self.loops.spend(loop_statement)
+        {
             let carried = super::loops::carried(loop_statement, self.text);
-            if !carried.is_empty() {
-                self.loops.probes += 1;
+            if !carried.is_empty() && self.loops.spend(loop_statement) {
                 let saved = self.saved();
                 self.loops.probing = true;
-                self.partially(partial, &walk);
+                // One iteration: a `while`'s condition, then the body (not
+                // the `else`, which runs after the last).
+                self.partially(partial, |walker| {
+                    if let Some(condition) = loop_statement.field("condition") {
+                        walker.eval(condition);
+                    }
+                    walker.arm(body);
+                });
                 self.loops.probing = false;
                 let at_end: Vec<(String, Vals)> = carried
                     .into_iter()
@@ -97,17 +108,19 @@ struct Saved {
     instances: Vec<String>,
 }
 
-/// Whether the body of `loop` (a `for` or `while` statement) holds a
-/// `break` or `continue` of its own: not one of a loop, a function or a
-/// class inside it.
-fn leaves_its_loop(loop_statement: Node<'_>) -> bool {
+/// Whether the body of `loop_statement` (a `for` or `while` statement)
+/// holds a `break`, and a `continue`, of its own: not one of a loop, a
+/// function or a class inside it.
+fn own_jumps(loop_statement: Node<'_>) -> (bool, bool) {
+    let (mut breaks, mut continues) = (false, false);
     let Some(body) = loop_statement.field("body") else {
-        return false;
+        return (breaks, continues);
     };
     let mut pending = vec![body];
     while let Some(node) = pending.pop() {
         match node.kind() {
-            "break_statement" | "continue_statement" => return true,
+            "break_statement" => breaks = true,
+            "continue_statement" => continues = true,
             "for_statement"
             | "while_statement"
             | "function_definition"
@@ -118,5 +131,5 @@ fn leaves_its_loop(loop_statement: Node<'_>) -> bool {
         let mut cursor = node.walk();
         pending.extend(node.named_children(&mut cursor));
     }
-    false
+    (breaks, continues)
 }

@@ -293,7 +293,7 @@ pub fn local_facts(function: Node<'_>, text: &str, context: &Context<'_>) -> Loc
         filled: Vec::new(),
         self_aliases: Vec::new(),
         instances: Vec::new(),
-        loops: loops::Loops::default(),
+        loops: loops::Loops::of(function),
     };
     if let Some(body) = function.field("body") {
         if function.kind() == "lambda" {
