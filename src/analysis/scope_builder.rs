@@ -31,7 +31,7 @@ fn scope_kind(kind: &str) -> Option<ScopeKind> {
 
 /// The names a target binds: `x`, `a, (b, *c)`, `[d]`; attributes and
 /// subscripts bind none.
-fn target_names<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
+pub(crate) fn target_names<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
     match node.kind() {
         "identifier" => out.push(node),
         "pattern_list"

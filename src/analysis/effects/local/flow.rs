@@ -33,8 +33,8 @@ impl<'t> super::Walker<'_, 't> {
 
     /// Runs `walk` over the parts of `loop_statement` (a `for` or `while`
     /// statement), where nothing is replaced if its body can leave it part
-    /// way (a `break` or `continue` of its own): the names as they were at the `break` or
-    /// `continue` go on. Where its body reads a name before binding it, its
+    /// way (a `break` or `continue` of its own): the names as they were at
+    /// the `break` or `continue` go on. Where its body reads a name before binding it, its
     /// body is walked first to learn what an iteration leaves there, with
     /// nothing recorded, and that is carried into the body (see `loops.rs`).
     pub(super) fn in_loop(&mut self, loop_statement: Node<'t>, walk: impl Fn(&mut Self)) {

@@ -143,19 +143,11 @@ pub(super) fn carried(loop_statement: Node<'_>, text: &str) -> Vec<String> {
         }
     }
     // A `for`'s own target is bound again before each run of its body.
-    let mut targets: Vec<&str> = Vec::new();
-    let mut target_nodes: Vec<Node<'_>> = loop_statement
+    let targets: Vec<&str> = loop_statement
         .field("left")
         .filter(|_| is_for)
-        .into_iter()
-        .collect();
-    while let Some(node) = target_nodes.pop() {
-        if node.kind() == "identifier" {
-            targets.push(text_of(node, text));
-        } else if is_pattern(node.kind()) {
-            target_nodes.extend(named_children(node).into_iter().map(|(child, _)| child));
-        }
-    }
+        .map(|left| names_bound_by(left, text))
+        .unwrap_or_default();
     let mut names: Vec<String> = first_bound
         .into_iter()
         .filter(|(name, _)| !targets.contains(name))
@@ -168,21 +160,20 @@ pub(super) fn carried(loop_statement: Node<'_>, text: &str) -> Vec<String> {
 
 /// The names a comprehension's `for` clauses bind.
 fn comprehension_variables<'a>(comprehension: Node<'_>, text: &'a str) -> Vec<&'a str> {
+    named_children(comprehension)
+        .into_iter()
+        .filter(|(clause, _)| clause.kind() == "for_in_clause")
+        .filter_map(|(clause, _)| clause.field("left"))
+        .flat_map(|left| names_bound_by(left, text))
+        .collect()
+}
+
+/// The names the target `node` binds (`x`, `a, (b, *c)`), as the scope
+/// model reads them.
+fn names_bound_by<'a>(node: Node<'_>, text: &'a str) -> Vec<&'a str> {
     let mut names = Vec::new();
-    for (clause, _) in named_children(comprehension) {
-        if clause.kind() != "for_in_clause" {
-            continue;
-        }
-        let mut targets: Vec<Node<'_>> = clause.field("left").into_iter().collect();
-        while let Some(node) = targets.pop() {
-            if node.kind() == "identifier" {
-                names.push(text_of(node, text));
-            } else if is_pattern(node.kind()) {
-                targets.extend(named_children(node).into_iter().map(|(child, _)| child));
-            }
-        }
-    }
-    names
+    crate::analysis::scope_builder::target_names(node, &mut names);
+    names.into_iter().map(|name| text_of(name, text)).collect()
 }
 
 /// The named children of `node`, each with the field it is in.
