@@ -8,15 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use crate::analysis::module_facts::ModuleFacts;
 
-/// Modules read on demand, by file (`None`: could not be read or parsed),
-/// kept across the rounds of one run.
+/// Modules read on demand, by file, kept across the rounds of one run.
 ///
 /// A module that could not be read, decoded or parsed is kept as `None`,
 /// and its error once, for the run to report: a file whose contents the
 /// analysis would use is a file whose errors are reported.
 #[derive(Debug, Default)]
 pub struct ModuleCache {
-    pub(crate) modules: Mutex<crate::analysis::FastMap<PathBuf, Option<Arc<ModuleFacts>>>>,
+    pub(crate) modules: Mutex<crate::analysis::FastMap<PathBuf, ModuleCell>>,
     pub(crate) errors: Mutex<Vec<crate::error::FileError>>,
     /// Where modules may be read from (see [`crate::confine`]).
     pub confinement: Arc<crate::confine::Confinement>,
@@ -41,6 +40,10 @@ pub struct ModuleCache {
     /// The directories looked in for modules, each read once per run.
     pub listings: crate::analysis::listings::Listings,
 }
+
+/// One module read on demand: filled once, by the first thread that asks
+/// for it (`None`: it could not be read or parsed); the others wait for it.
+pub(crate) type ModuleCell = Arc<std::sync::OnceLock<Option<Arc<ModuleFacts>>>>;
 
 /// The files that define each name with `def`.
 pub(crate) type Definers = Arc<DefinerIndex>;
@@ -130,4 +133,56 @@ pub(crate) fn read_module(
     } else {
         build()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Barrier};
+
+    use super::ModuleCache;
+    use crate::analysis::project::ProjectIndex;
+    use crate::analysis::vocabulary::Vocabulary;
+
+    /// Threads asking at once for one module that is not indexed read its
+    /// file once: the others wait for that reading. Counted by the error a
+    /// reading of a broken file records (a large file, so that every
+    /// thread asks while the first is still parsing it).
+    #[test]
+    fn a_module_asked_for_by_many_threads_at_once_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.py");
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("def f{i}(m):\n    m.to('cuda')\n"));
+        }
+        text.push_str("def broken(:\n");
+        std::fs::write(&path, &text).unwrap();
+        let vocabulary = Vocabulary::default();
+        let cache = Arc::new(ModuleCache::default());
+        let index = ProjectIndex::new(Vec::new(), &vocabulary, Arc::clone(&cache));
+        const THREADS: usize = 8;
+        let barrier = Barrier::new(THREADS);
+        std::thread::scope(|scope| {
+            for _ in 0..THREADS {
+                scope.spawn(|| {
+                    barrier.wait();
+                    assert!(index.load(&path).is_none());
+                });
+            }
+        });
+        assert_eq!(cache.errors.lock().unwrap().len(), 1);
+        // A module that reads well: every thread holds the same facts.
+        let good = dir.path().join("good.py");
+        std::fs::write(&good, "def f(m):\n    m.to('cuda')\n").unwrap();
+        let read: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|_| scope.spawn(|| index.load(&good).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(read.iter().all(|m| Arc::ptr_eq(m, &read[0])));
+        assert_eq!(cache.errors.lock().unwrap().len(), 1);
+    }
 }

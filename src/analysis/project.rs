@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::FastMap;
+use crate::analysis::module_cache::ModuleCell;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::Vocabulary;
@@ -212,9 +213,7 @@ impl<'v> ProjectIndex<'v> {
             .map(|&i| Arc::clone(&self.modules[i]))
     }
 
-    pub(super) fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, FastMap<PathBuf, Option<Arc<ModuleFacts>>>> {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, FastMap<PathBuf, ModuleCell>> {
         self.loaded
             .modules
             .lock()
@@ -248,31 +247,28 @@ impl<'v> ProjectIndex<'v> {
         if let Some(i) = self.by_path.get(path) {
             return Some(Arc::clone(&self.modules[*i]));
         }
-        if let Some(found) = self.lock().get(path) {
-            return found.clone();
-        }
-        // Read without the lock held: two threads may read one module at
-        // once (the same facts; its error is reported once).
-        let facts = match crate::analysis::module_cache::read_module(
-            path,
-            self.vocabulary,
-            &self.loaded.listings,
-        ) {
-            Ok(facts) => Some(Arc::new(facts)),
-            Err(err) => {
-                self.loaded
-                    .errors
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(err);
-                None
+        // One cell per file, taken under the lock; the file is read outside
+        // it, once: a thread asking for a module another is reading waits
+        // for those facts instead of reading the file again.
+        let cell = Arc::clone(self.lock().entry(path.to_path_buf()).or_default());
+        cell.get_or_init(|| {
+            match crate::analysis::module_cache::read_module(
+                path,
+                self.vocabulary,
+                &self.loaded.listings,
+            ) {
+                Ok(facts) => Some(Arc::new(facts)),
+                Err(err) => {
+                    self.loaded
+                        .errors
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(err);
+                    None
+                }
             }
-        };
-        // The first reading kept: every caller holds the same facts.
-        self.lock()
-            .entry(path.to_path_buf())
-            .or_insert(facts)
-            .clone()
+        })
+        .clone()
     }
 
     /// Every class named `name` that code in `module` can mean: one it
