@@ -33,17 +33,48 @@ pub struct ModuleCache {
         Mutex<HashMap<(PathBuf, usize), (crate::analysis::effects::record::Effect, bool)>>,
     /// For each import root: the files below it that define each name with
     /// `def`, read once per run (see `ProjectIndex::project_definers`).
-    pub(crate) definers: Mutex<HashMap<PathBuf, Definers>>,
+    pub(crate) definers: Mutex<HashMap<PathBuf, Once<Definers>>>,
     /// For each import root and name: the files below it whose text calls
     /// that name (see `ProjectIndex::passed_for`), read once per run.
-    pub(crate) callers: Mutex<HashMap<(PathBuf, Box<str>), Callers>>,
+    pub(crate) callers: Mutex<HashMap<CallersKey, Once<Callers>>>,
+    /// The names each file read to tell whether it spells one defines with
+    /// a keyword (`def`, `class`), by file, in the order of the keywords:
+    /// read once per run (see `ProjectIndex::may_define`).
+    pub(crate) defined:
+        Mutex<crate::analysis::FastMap<PathBuf, Once<[crate::analysis::project::DefinedWords; 2]>>>,
     /// The directories looked in for modules, each read once per run.
     pub listings: crate::analysis::listings::Listings,
 }
 
 /// One module read on demand: filled once, by the first thread that asks
 /// for it (`None`: it could not be read or parsed); the others wait for it.
-pub(crate) type ModuleCell = Arc<std::sync::OnceLock<Option<Arc<ModuleFacts>>>>;
+pub(crate) type ModuleCell = Once<Option<Arc<ModuleFacts>>>;
+
+/// An answer worked out once per run, by the first thread that asks for it;
+/// a thread asking while it is being worked out waits for it.
+pub(crate) type Once<T> = Arc<std::sync::OnceLock<T>>;
+
+/// The answer kept in `map` at `key`, worked out by `work` where no thread
+/// has yet: the lock is held only to find the key's cell, not while the
+/// work runs (which may read files and take other locks).
+pub(crate) fn once<K, T, S>(
+    map: &Mutex<std::collections::HashMap<K, Once<T>, S>>,
+    key: K,
+    work: impl FnOnce() -> T,
+) -> T
+where
+    K: std::hash::Hash + Eq,
+    T: Clone,
+    S: std::hash::BuildHasher,
+{
+    let cell = Arc::clone(
+        map.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key)
+            .or_default(),
+    );
+    cell.get_or_init(work).clone()
+}
 
 /// The files that define each name with `def`.
 pub(crate) type Definers = Arc<DefinerIndex>;
@@ -71,6 +102,9 @@ impl DefinerIndex {
 
 /// The files whose text calls a name.
 pub(crate) type Callers = Arc<[PathBuf]>;
+
+/// An import root and a name called below it.
+pub(crate) type CallersKey = (PathBuf, Box<str>);
 
 impl ModuleCache {
     /// A cache whose reads are confined by `confinement`.
@@ -139,9 +173,11 @@ pub(crate) fn read_module(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::sync::{Arc, Barrier};
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier, Mutex};
 
-    use super::ModuleCache;
+    use super::{ModuleCache, Once, once};
     use crate::analysis::project::ProjectIndex;
     use crate::analysis::vocabulary::Vocabulary;
 
@@ -184,5 +220,32 @@ mod tests {
         });
         assert!(read.iter().all(|m| Arc::ptr_eq(m, &read[0])));
         assert_eq!(cache.errors.lock().unwrap().len(), 1);
+    }
+
+    /// Threads asking at once for one key's answer (the files below a
+    /// root that define a name, those that call one) work it out once;
+    /// another key has an answer of its own.
+    #[test]
+    fn an_answer_asked_for_by_many_threads_at_once_is_worked_out_once() {
+        let map: Mutex<HashMap<&str, Once<usize>>> = Mutex::default();
+        let worked = AtomicUsize::new(0);
+        let barrier = Barrier::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let answer = once(&map, "root", || {
+                        worked.fetch_add(1, Ordering::SeqCst);
+                        // Long enough that every thread asks meanwhile.
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                        7
+                    });
+                    assert_eq!(answer, 7);
+                });
+            }
+        });
+        assert_eq!(worked.load(Ordering::SeqCst), 1);
+        assert_eq!(once(&map, "other", || 3), 3);
+        assert_eq!(once(&map, "root", || 8), 7);
     }
 }

@@ -127,30 +127,7 @@ impl ProjectIndex<'_> {
             // Indexed: its definitions are at hand.
             return true;
         }
-        let slot = keyword_slot(keyword);
-        let known = self
-            .defined
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(path)
-            .and_then(|words| words[slot].clone());
-        let words = match known {
-            Some(words) => words,
-            None => {
-                // Read without the lock held; each file once, for both
-                // keywords.
-                let both = defined_by_keyword(path);
-                let mut defined = self
-                    .defined
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let slots = defined.entry(path.to_path_buf()).or_default();
-                for (at, words) in both.into_iter().enumerate() {
-                    slots[at].get_or_insert(words.map(Arc::new));
-                }
-                slots[slot].clone().flatten()
-            }
-        };
+        let words = self.defined_in(path)[keyword_slot(keyword)].clone();
         words.is_some_and(|words| words.contains(word))
     }
 }
@@ -242,15 +219,13 @@ impl ProjectIndex<'_> {
 
     /// The files below `root` that define each name with `def`, read once.
     fn definers_below(&self, root: &Path) -> crate::analysis::module_cache::Definers {
-        let lock = || {
-            self.loaded
-                .definers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(known) = lock().get(root) {
-            return Arc::clone(known);
-        }
+        crate::analysis::module_cache::once(&self.loaded.definers, root.to_path_buf(), || {
+            self.read_definers(root)
+        })
+    }
+
+    /// [`ProjectIndex::definers_below`], read from the files.
+    fn read_definers(&self, root: &Path) -> crate::analysis::module_cache::Definers {
         let mut found = crate::analysis::module_cache::DefinerIndex::default();
         let top = if root.as_os_str().is_empty() {
             Path::new(".")
@@ -270,12 +245,7 @@ impl ProjectIndex<'_> {
             let path = root.join(below);
             // Both keywords' names from the one read, kept for
             // [`ProjectIndex::may_define`] too.
-            let [defs, classes] = defined_by_keyword(&path).map(|words| words.map(Arc::new));
-            self.defined
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .entry(path.clone())
-                .or_insert_with(|| [Some(defs.clone()), Some(classes)]);
+            let [defs, _] = self.defined_in(&path);
             let Some(words) = defs.filter(|w| !w.is_empty()) else {
                 continue;
             };
@@ -296,8 +266,17 @@ impl ProjectIndex<'_> {
         for indices in found.words.values_mut() {
             indices.sort_by(|&a, &b| files[a as usize].cmp(&files[b as usize]));
         }
-        let found = Arc::new(found);
-        Arc::clone(lock().entry(root.to_path_buf()).or_insert(found))
+        Arc::new(found)
+    }
+}
+
+impl ProjectIndex<'_> {
+    /// The names the file at `path` defines with `def` and with `class`,
+    /// read once per run.
+    fn defined_in(&self, path: &Path) -> [crate::analysis::project::DefinedWords; 2] {
+        crate::analysis::module_cache::once(&self.loaded.defined, path.to_path_buf(), || {
+            defined_by_keyword(path).map(|words| words.map(Arc::new))
+        })
     }
 }
 
@@ -511,5 +490,28 @@ mod tests {
         };
         assert_eq!(names(false), ["pkg.a", "pkg.b"]);
         assert_eq!(names(true), names(false));
+    }
+
+    /// What a file defines is read once per run, not once per project
+    /// index (a run builds several, over its rounds): a later index sharing
+    /// the run's cache answers from the first reading, even where the file
+    /// changed on disk since.
+    #[test]
+    fn what_a_file_defines_is_read_once_per_run_across_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("helpers.py");
+        std::fs::write(&path, "def gather(m):\n    pass\n").unwrap();
+        let vocabulary = Vocabulary::default();
+        let cache = Arc::new(ModuleCache::default());
+        let first = ProjectIndex::new(Vec::new(), &vocabulary, Arc::clone(&cache));
+        assert!(first.may_define(&path, "def", "gather"));
+        assert!(!first.may_define(&path, "class", "gather"));
+        std::fs::write(&path, "def release(m):\n    pass\n").unwrap();
+        let later = ProjectIndex::new(Vec::new(), &vocabulary, Arc::clone(&cache));
+        assert!(later.may_define(&path, "def", "gather"));
+        assert!(!later.may_define(&path, "def", "release"));
+        // A run of its own reads the file as it is now.
+        let fresh = ProjectIndex::new(Vec::new(), &vocabulary, Arc::new(ModuleCache::default()));
+        assert!(fresh.may_define(&path, "def", "release"));
     }
 }

@@ -322,43 +322,40 @@ impl ProjectIndex<'_> {
     /// and name.
     fn files_calling(&self, root: &Path, name: &str) -> Arc<[PathBuf]> {
         let key = (root.to_path_buf(), Box::<str>::from(name));
-        let lock = || {
-            self.loaded
-                .callers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(known) = lock().get(&key) {
-            return Arc::clone(known);
-        }
-        let top = if root.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            root
-        };
-        let mut found = Vec::new();
-        for entry in ignore::WalkBuilder::new(top).build().filter_map(Result::ok) {
-            if !entry.file_type().is_some_and(|t| t.is_file())
-                || entry.path().extension().is_none_or(|e| e != "py")
-            {
-                continue;
-            }
-            let Ok(text) = crate::source::read_file_limited(
-                entry.path(),
-                crate::source::MAX_SOURCE_BYTES,
-                "a Python source",
-            ) else {
-                continue;
-            };
-            if calls_name(&text, name.as_bytes()) {
-                let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
-                found.push(root.join(below));
-            }
-        }
-        found.sort();
-        let found: Arc<[PathBuf]> = found.into();
-        Arc::clone(lock().entry(key).or_insert(found))
+        crate::analysis::module_cache::once(&self.loaded.callers, key, || {
+            read_files_calling(root, name)
+        })
     }
+}
+
+/// [`ProjectIndex::files_calling`], read from the files.
+fn read_files_calling(root: &Path, name: &str) -> Arc<[PathBuf]> {
+    let top = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
+    let mut found = Vec::new();
+    for entry in ignore::WalkBuilder::new(top).build().filter_map(Result::ok) {
+        if !entry.file_type().is_some_and(|t| t.is_file())
+            || entry.path().extension().is_none_or(|e| e != "py")
+        {
+            continue;
+        }
+        let Ok(text) = crate::source::read_file_limited(
+            entry.path(),
+            crate::source::MAX_SOURCE_BYTES,
+            "a Python source",
+        ) else {
+            continue;
+        };
+        if calls_name(&text, name.as_bytes()) {
+            let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
+            found.push(root.join(below));
+        }
+    }
+    found.sort();
+    found.into()
 }
 
 /// Whether `text` spells a call of `name`: the name, not inside a longer

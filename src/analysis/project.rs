@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::analysis::FastMap;
-use crate::analysis::module_cache::ModuleCell;
 use crate::analysis::module_facts::{CallFact, Callee, ModuleFacts};
 use crate::analysis::reached::Through;
 use crate::analysis::vocabulary::Vocabulary;
@@ -41,9 +40,6 @@ pub struct ProjectIndex<'v> {
     /// Directories modules are imported from.
     pub(super) roots: Vec<PathBuf>,
     pub(super) vocabulary: &'v Vocabulary,
-    /// The names each file read to tell whether it spells one defines with
-    /// a keyword (`def`, `class`), by file and keyword (`None`: unreadable).
-    pub(super) defined: Mutex<FastMap<PathBuf, [Option<DefinedWords>; 2]>>,
     /// [`ProjectIndex::neighbourhood`]'s answers, by module, keyword and
     /// name: asked for every call of a method on a value of unknown type.
     /// Keyed by the module's facts (their address; the entry holds them).
@@ -108,8 +104,9 @@ pub(super) type NearModuleFiles = (PathBuf, FastMap<Box<str>, ModuleFile>);
 /// address), attribute and method.
 type HeldAnswers = FastMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
 
-/// The names a file defines with one keyword, as read from its text.
-pub(super) type DefinedWords = Option<Arc<crate::analysis::unparsed::WordSet>>;
+/// The names a file defines with one keyword, as read from its text
+/// (`None`: it could not be read).
+pub(crate) type DefinedWords = Option<Arc<crate::analysis::unparsed::WordSet>>;
 
 /// Where a dotted module name is: an indexed module, or the file that holds it.
 /// The modules one module imports: each indexed, or the file that holds it.
@@ -158,7 +155,6 @@ impl<'v> ProjectIndex<'v> {
             loaded,
             roots,
             vocabulary,
-            defined: Mutex::default(),
             neighbourhoods: Mutex::default(),
             imported: Mutex::default(),
             module_files: Mutex::default(),
@@ -181,7 +177,6 @@ impl<'v> ProjectIndex<'v> {
             loaded,
             roots,
             vocabulary: _,
-            defined,
             neighbourhoods,
             imported,
             module_files,
@@ -195,7 +190,7 @@ impl<'v> ProjectIndex<'v> {
             dispatchers,
         } = self;
         crate::aside::drop_aside((
-            (modules, by_path, loaded, roots, defined, neighbourhoods),
+            (modules, by_path, loaded, roots, neighbourhoods),
             (imported, module_files, search_roots, by_module_name, held),
             (
                 replayed,
@@ -211,13 +206,6 @@ impl<'v> ProjectIndex<'v> {
         self.by_path
             .get(path)
             .map(|&i| Arc::clone(&self.modules[i]))
-    }
-
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, FastMap<PathBuf, ModuleCell>> {
-        self.loaded
-            .modules
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The module with dotted name `name`, read from disk if it is not
@@ -247,11 +235,9 @@ impl<'v> ProjectIndex<'v> {
         if let Some(i) = self.by_path.get(path) {
             return Some(Arc::clone(&self.modules[*i]));
         }
-        // One cell per file, taken under the lock; the file is read outside
-        // it, once: a thread asking for a module another is reading waits
+        // Read once: a thread asking for a module another is reading waits
         // for those facts instead of reading the file again.
-        let cell = Arc::clone(self.lock().entry(path.to_path_buf()).or_default());
-        cell.get_or_init(|| {
+        crate::analysis::module_cache::once(&self.loaded.modules, path.to_path_buf(), || {
             match crate::analysis::module_cache::read_module(
                 path,
                 self.vocabulary,
@@ -268,7 +254,6 @@ impl<'v> ProjectIndex<'v> {
                 }
             }
         })
-        .clone()
     }
 
     /// Every class named `name` that code in `module` can mean: one it

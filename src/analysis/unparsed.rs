@@ -261,12 +261,15 @@ impl WordSet {
         &self.text[start as usize..end as usize]
     }
 
-    /// Sorts the names and drops repeats.
+    /// Sorts the names and drops repeats; gives back what growing left
+    /// unused (a file's names are kept for the run).
     fn seal(&mut self) {
         let mut spans = std::mem::take(&mut self.spans);
         spans.sort_unstable_by(|&a, &b| self.word(a).cmp(self.word(b)));
         spans.dedup_by(|a, b| self.word(*a) == self.word(*b));
+        spans.shrink_to_fit();
         self.spans = spans;
+        self.text.shrink_to_fit();
     }
 
     pub(crate) fn contains(&self, word: &str) -> bool {
