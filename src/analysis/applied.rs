@@ -128,24 +128,23 @@ impl ProjectIndex<'_> {
         let (module, hook) = (&at.0, at.1);
         let function = &module.functions[hook];
         let helper_fact = &helper.0.functions[helper.1];
+        // Asked for every callee of every call of a hook: most apply no
+        // Function, and are done with before anything is computed.
+        if !helper_fact
+            .calls
+            .iter()
+            .any(|inner| applies_backward(inner).is_some())
+        {
+            return;
+        }
         let Some(values) = function.local.call_at(call.start) else {
             return;
         };
         let module_param = module_parameter(function);
         for inner in &helper_fact.calls {
-            let (
-                Some(Through::HandedTo(to)),
-                Callee::Method {
-                    receiver: Some(receiver),
-                    method,
-                },
-            ) = (&inner.through, &inner.callee)
-            else {
+            let Some((to, receiver)) = applies_backward(inner) else {
                 continue;
             };
-            if method != "backward" || !to.ends_with(".apply") || receiver.contains('.') {
-                continue;
-            }
             let Some(class_param) = helper_fact.parameters.iter().position(|p| p == receiver)
             else {
                 continue;
@@ -465,6 +464,23 @@ struct Relay {
 }
 
 /// The index of a hook's parameter that torch binds to the module.
+/// `Fn.backward` handed to `Fn.apply` by a plain name `Fn` at `inner`:
+/// what it is handed to, and `Fn`.
+fn applies_backward(inner: &CallFact) -> Option<(&str, &str)> {
+    let (
+        Some(Through::HandedTo(to)),
+        Callee::Method {
+            receiver: Some(receiver),
+            method,
+        },
+    ) = (&inner.through, &inner.callee)
+    else {
+        return None;
+    };
+    (method == "backward" && to.ends_with(".apply") && !receiver.contains('.'))
+        .then_some((to.as_str(), receiver.as_str()))
+}
+
 fn module_parameter(hook: &FunctionFact) -> Option<usize> {
     roles_with_defaults(
         &hook.parameters,
@@ -556,4 +572,59 @@ pub(super) fn argument_vals<'v>(
             .find(|(k, _)| &**k == keyword)
             .map(|(_, v)| v)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::applies_backward;
+    use crate::analysis::module_facts::ModuleFacts;
+    use crate::analysis::vocabulary::Vocabulary;
+
+    /// The calls of a function that stand for `Fn.backward` handed to
+    /// `Fn.apply` with `Fn` a plain name (a parameter): the only ones a
+    /// hook's helper is searched for; a function applying nothing is
+    /// passed over at once.
+    #[test]
+    fn only_a_plain_named_functions_apply_stands_for_its_backward() {
+        let text = "\
+def relay(owner, function_cls, at_backward, outputs):
+    return function_cls.apply(owner, at_backward, outputs)
+
+
+def dotted(owner, holder, outputs):
+    return holder.cls.apply(owner, outputs)
+
+
+def plain(m):
+    m.to('cuda')
+    return m
+";
+        let tree = crate::parse::parse(text).unwrap();
+        let facts = ModuleFacts::build(
+            std::path::Path::new("relay.py"),
+            tree.root_node(),
+            text,
+            &Vocabulary::default(),
+            None,
+            None,
+            &crate::analysis::listings::Listings::default(),
+        );
+        let applied = |name: &str| -> Vec<(String, String)> {
+            let function = facts.functions.iter().find(|f| f.name == name).unwrap();
+            function
+                .calls
+                .iter()
+                .filter_map(applies_backward)
+                .map(|(to, receiver)| (to.to_owned(), receiver.to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            applied("relay"),
+            [("function_cls.apply".to_owned(), "function_cls".to_owned())]
+        );
+        assert!(applied("dotted").is_empty());
+        assert!(applied("plain").is_empty());
+    }
 }
