@@ -56,7 +56,12 @@ pub(crate) type Once<T> = Arc<std::sync::OnceLock<T>>;
 
 /// The answer kept in `map` at `key`, worked out by `work` where no thread
 /// has yet: the lock is held only to find the key's cell, not while the
-/// work runs (which may read files and take other locks).
+/// work runs (which may read files and take other locks). `work` must not
+/// ask `map` for the same key, directly or through another cell's work (a
+/// thread would wait for itself), nor run rayon jobs (a worker waiting
+/// inside one could take a job that asks for the key); none does: reading
+/// a module, a file's names or a root's files asks for no other answer
+/// than a file's names.
 pub(crate) fn once<K, T, S>(
     map: &Mutex<std::collections::HashMap<K, Once<T>, S>>,
     key: K,
