@@ -463,7 +463,6 @@ struct Relay {
     captured: bool,
 }
 
-/// The index of a hook's parameter that torch binds to the module.
 /// `Fn.backward` handed to `Fn.apply` by a plain name `Fn` at `inner`:
 /// what it is handed to, and `Fn`.
 fn applies_backward(inner: &CallFact) -> Option<(&str, &str)> {
@@ -481,6 +480,7 @@ fn applies_backward(inner: &CallFact) -> Option<(&str, &str)> {
         .then_some((to.as_str(), receiver.as_str()))
 }
 
+/// The index of a hook's parameter that torch binds to the module.
 fn module_parameter(hook: &FunctionFact) -> Option<usize> {
     roles_with_defaults(
         &hook.parameters,

@@ -261,15 +261,22 @@ impl WordSet {
         &self.text[start as usize..end as usize]
     }
 
-    /// Sorts the names and drops repeats; gives back what growing left
-    /// unused (a file's names are kept for the run).
+    /// Sorts the names and drops repeats, each name's text kept once and
+    /// nothing left over from growing (a file's names are kept for the
+    /// run).
     fn seal(&mut self) {
         let mut spans = std::mem::take(&mut self.spans);
         spans.sort_unstable_by(|&a, &b| self.word(a).cmp(self.word(b)));
         spans.dedup_by(|a, b| self.word(*a) == self.word(*b));
-        spans.shrink_to_fit();
-        self.spans = spans;
-        self.text.shrink_to_fit();
+        // Each name's text once, in order, in a buffer of its own size.
+        let mut sealed = WordSet {
+            text: String::with_capacity(spans.iter().map(|&(s, e)| (e - s) as usize).sum()),
+            spans: Vec::with_capacity(spans.len()),
+        };
+        for &span in &spans {
+            sealed.push(self.word(span));
+        }
+        *self = sealed;
     }
 
     pub(crate) fn contains(&self, word: &str) -> bool {
@@ -291,6 +298,20 @@ impl WordSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sealed_word_set_keeps_each_name_once() {
+        let text = "class A:\n    def forward(self):\n        pass\n".repeat(30)
+            + "def zeta():\n    pass\ndef alpha():\n    pass\n";
+        let words = defined_words(&text, "def");
+        assert_eq!(
+            words.iter().collect::<Vec<_>>(),
+            ["alpha", "forward", "zeta"]
+        );
+        assert_eq!(words.text, "alphaforwardzeta");
+        assert!(words.contains("forward") && words.contains("zeta"));
+        assert!(!words.contains("A") && !words.contains("forwar"));
+    }
     use crate::analysis::prefilter::Needles;
 
     /// The set made once answers what the scan for one name answers.
