@@ -40,8 +40,7 @@ pub struct ModuleCache {
     /// The names each file read to tell whether it spells one defines with
     /// a keyword (`def`, `class`), by file, in the order of the keywords:
     /// read once per run (see `ProjectIndex::may_define`).
-    pub(crate) defined:
-        Mutex<crate::analysis::FastMap<PathBuf, Once<[crate::analysis::project::DefinedWords; 2]>>>,
+    pub(crate) defined: Mutex<crate::analysis::FastMap<PathBuf, Once<[DefinedWords; 2]>>>,
     /// The directories looked in for modules, each read once per run.
     pub listings: crate::analysis::listings::Listings,
 }
@@ -49,6 +48,10 @@ pub struct ModuleCache {
 /// One module read on demand: filled once, by the first thread that asks
 /// for it (`None`: it could not be read or parsed); the others wait for it.
 pub(crate) type ModuleCell = Once<Option<Arc<ModuleFacts>>>;
+
+/// The names a file defines with one keyword, as read from its text
+/// (`None`: it could not be read).
+pub(crate) type DefinedWords = Option<Arc<crate::analysis::unparsed::WordSet>>;
 
 /// An answer worked out once per run, by the first thread that asks for it;
 /// a thread asking while it is being worked out waits for it.

@@ -273,7 +273,7 @@ impl ProjectIndex<'_> {
 impl ProjectIndex<'_> {
     /// The names the file at `path` defines with `def` and with `class`,
     /// read once per run.
-    fn defined_in(&self, path: &Path) -> [crate::analysis::project::DefinedWords; 2] {
+    fn defined_in(&self, path: &Path) -> [crate::analysis::module_cache::DefinedWords; 2] {
         crate::analysis::module_cache::once(&self.loaded.defined, path.to_path_buf(), || {
             defined_by_keyword(path).map(|words| words.map(Arc::new))
         })

@@ -104,10 +104,6 @@ pub(super) type NearModuleFiles = (PathBuf, FastMap<Box<str>, ModuleFile>);
 /// address), attribute and method.
 type HeldAnswers = FastMap<(usize, String, Option<String>), Arc<[FunctionRef]>>;
 
-/// The names a file defines with one keyword, as read from its text
-/// (`None`: it could not be read).
-pub(crate) type DefinedWords = Option<Arc<crate::analysis::unparsed::WordSet>>;
-
 /// Where a dotted module name is: an indexed module, or the file that holds it.
 /// The modules one module imports: each indexed, or the file that holds it.
 pub(super) type Imported = Arc<[Result<Arc<ModuleFacts>, PathBuf>]>;
