@@ -579,8 +579,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::applies_backward;
-    use crate::analysis::module_facts::ModuleFacts;
-    use crate::analysis::vocabulary::Vocabulary;
 
     /// The calls of a function that stand for `Fn.backward` handed to
     /// `Fn.apply` with `Fn` a plain name (a parameter): the only ones a
@@ -601,16 +599,7 @@ def plain(m):
     m.to('cuda')
     return m
 ";
-        let tree = crate::parse::parse(text).unwrap();
-        let facts = ModuleFacts::build(
-            std::path::Path::new("relay.py"),
-            tree.root_node(),
-            text,
-            &Vocabulary::default(),
-            None,
-            None,
-            &crate::analysis::listings::Listings::default(),
-        );
+        let facts = crate::analysis::module_facts::tests::facts_of(text);
         let applied = |name: &str| -> Vec<(String, String)> {
             let function = facts.functions.iter().find(|f| f.name == name).unwrap();
             function

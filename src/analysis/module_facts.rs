@@ -797,4 +797,4 @@ fn instance_around(
 
 mod lookup;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

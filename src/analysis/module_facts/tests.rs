@@ -2,7 +2,7 @@
 use super::*;
 
 /// The facts of `text` as the module `m.py`.
-fn facts_of(text: &str) -> ModuleFacts {
+pub(crate) fn facts_of(text: &str) -> ModuleFacts {
     let tree = crate::parse::parse(text).unwrap();
     ModuleFacts::build(
         Path::new("m.py"),
