@@ -56,6 +56,9 @@
 /// where its order could reach an answer.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// The set of [`FastMap`]'s kind.
+pub(crate) type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 pub mod annotated;
 pub mod applied;
 pub mod arguments;

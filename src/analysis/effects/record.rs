@@ -3,7 +3,7 @@
 //! ([`Effect`], [`Link`]), a function's [`Summary`], and the run's memo of
 //! summaries ([`Summaries`]), which the module cache keeps across rounds.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -231,12 +231,12 @@ pub(crate) struct SummaryMemo {
     /// The indexed modules the summaries were computed over (see
     /// [`Summaries::start_index`]).
     pub(crate) modules: std::collections::HashSet<PathBuf>,
-    pub(crate) done: HashMap<FnKey, Arc<Summary>>,
+    pub(crate) done: crate::analysis::FastMap<FnKey, Arc<Summary>>,
     /// What the final summaries of a target list's functions tell, by the
     /// list's address: calls that share a list (hooks replaying one table)
     /// ask it once, and the summaries' search skips a list whose functions
     /// are all summarised.
-    pub(crate) lists: HashMap<usize, ListFacts>,
+    pub(crate) lists: crate::analysis::FastMap<usize, ListFacts>,
     /// How many functions were summarised (each once).
     pub(crate) computed: usize,
     /// How many edges the summaries' searches followed (a function to a

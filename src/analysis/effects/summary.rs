@@ -13,7 +13,7 @@
 //! on `self.<attr>` of a class that only ever stores its own data there (an
 //! observer's running statistics) is dropped where the class is known.
 
-use std::collections::{HashMap, HashSet};
+use crate::analysis::{FastMap, FastSet};
 use std::sync::Arc;
 
 use crate::analysis::effects::judge::Role;
@@ -36,7 +36,7 @@ fn list_id(list: &Targets) -> usize {
 
 /// The distinct target lists of a function's calls, each once.
 fn distinct_lists(callees: &[Targets]) -> impl Iterator<Item = &Targets> {
-    let mut seen: HashSet<usize> = HashSet::new();
+    let mut seen: FastSet<usize> = FastSet::default();
     callees
         .iter()
         .filter(move |list| seen.insert(list_id(list)))
@@ -120,8 +120,8 @@ impl ProjectIndex<'_> {
         #[derive(Default)]
         struct Search {
             vertices: Vec<Vertex>,
-            functions: HashMap<FnKey, usize>,
-            lists: HashMap<usize, usize>,
+            functions: FastMap<FnKey, usize>,
+            lists: FastMap<usize, usize>,
             lowlink: Vec<usize>,
             on_stack: Vec<bool>,
             stack: Vec<usize>,
@@ -233,7 +233,7 @@ impl ProjectIndex<'_> {
         let mut members: Vec<&Node> = component.to_vec();
         members.sort_by_key(|node| key_of(&node.function));
         let keys: Vec<FnKey> = members.iter().map(|node| key_of(&node.function)).collect();
-        let mut working: HashMap<FnKey, Arc<Summary>> = keys
+        let mut working: FastMap<FnKey, Arc<Summary>> = keys
             .iter()
             .map(|k| (k.clone(), Arc::new(Summary::default())))
             .collect();
@@ -246,7 +246,7 @@ impl ProjectIndex<'_> {
         // other do, ask it once per change, not once each). Outside a
         // recursive component every callee's summary is final, so it is
         // kept for every later caller.
-        let mut current: HashMap<usize, ListFacts> = HashMap::new();
+        let mut current: FastMap<usize, ListFacts> = FastMap::default();
         for _ in 0..MOST_ROUNDS {
             let mut changed = false;
             for (&member, key) in members.iter().zip(&keys) {
@@ -289,8 +289,8 @@ impl ProjectIndex<'_> {
         &self,
         node: &Node,
         summary_of: impl Fn(&FunctionRef) -> Option<Arc<Summary>>,
-        final_lists: Option<&HashMap<usize, ListFacts>>,
-        current_lists: &mut HashMap<usize, ListFacts>,
+        final_lists: Option<&FastMap<usize, ListFacts>>,
+        current_lists: &mut FastMap<usize, ListFacts>,
     ) -> Summary {
         let resolver = Resolver::of(self, node, &summary_of);
         let (module, function) = (resolver.module, resolver.function);
@@ -385,7 +385,7 @@ impl ProjectIndex<'_> {
             }
         }
         let mut measures = false;
-        let mut repeated: HashSet<(usize, &Callee, CallValues)> = HashSet::new();
+        let mut repeated: FastSet<(usize, &Callee, CallValues)> = FastSet::default();
         for (i, (call, callees)) in function.calls.iter().zip(node.callees.iter()).enumerate() {
             // Whether the target list holds a callee with effects: once per
             // list (calls that share a list ask the same question).
