@@ -45,10 +45,24 @@ impl ProjectIndex<'_> {
         let at = (Arc::clone(module), hook);
         let caller = self.caller(&at);
         let module_param = module_parameter(function);
+        // Whether a target list (by address: calls that share a list, as n
+        // calls of one attribute rebound n times do, share it) holds a
+        // function either branch below can act on: a `backward`, or a
+        // helper that applies a Function. Asked once per list, not once
+        // per call and member.
+        let mut may_act: crate::analysis::FastMap<usize, bool> =
+            crate::analysis::FastMap::default();
         for (i, call) in function.calls.iter().enumerate() {
             let applied =
                 matches!(&call.through, Some(Through::HandedTo(to)) if to.ends_with(".apply"));
-            for target in caller.callees(i) {
+            let targets = caller.callees(i);
+            let acts = *may_act
+                .entry(targets.as_ptr() as usize)
+                .or_insert_with(|| targets.iter().any(may_relay));
+            if !acts {
+                continue;
+            }
+            for target in targets {
                 let fact = &target.0.functions[target.1];
                 if applied && fact.name == "backward" {
                     // What the hook passes `Fn.apply` (none where it hands
@@ -130,11 +144,7 @@ impl ProjectIndex<'_> {
         let helper_fact = &helper.0.functions[helper.1];
         // Asked for every callee of every call of a hook: most apply no
         // Function, and are done with before anything is computed.
-        if !helper_fact
-            .calls
-            .iter()
-            .any(|inner| applies_backward(inner).is_some())
-        {
+        if !applies_a_function(helper_fact) {
             return;
         }
         let Some(values) = function.local.call_at(call.start) else {
@@ -465,6 +475,22 @@ struct Relay {
 
 /// `Fn.backward` handed to `Fn.apply` by a plain name `Fn` at `inner`:
 /// what it is handed to, and `Fn`.
+/// Whether `target` is a function [`ProjectIndex::applied_by_hook`] can
+/// act on as a hook's callee: a Function's `backward`, or a helper that
+/// applies a Function ([`applies_backward`]).
+fn may_relay(target: &FunctionRef) -> bool {
+    let fact = &target.0.functions[target.1];
+    fact.name == "backward" || applies_a_function(fact)
+}
+
+/// Whether one of `function`'s calls applies a Function it is handed.
+fn applies_a_function(function: &FunctionFact) -> bool {
+    function
+        .calls
+        .iter()
+        .any(|inner| applies_backward(inner).is_some())
+}
+
 fn applies_backward(inner: &CallFact) -> Option<(&str, &str)> {
     let (
         Some(Through::HandedTo(to)),

@@ -102,6 +102,7 @@ pub struct FunctionFact {
     /// disable decorator where the matcher reads one for it. A run never
     /// fences it.
     pub left_alone: bool,
+    /// Its calls, in the order of their start byte.
     pub calls: Vec<CallFact>,
     /// Local names whose class an assignment tells (`h = Handle(...)`).
     pub locals: HashMap<String, String>,
@@ -136,6 +137,17 @@ pub struct FunctionFact {
     /// Its own effects and the values at its calls (see
     /// [`crate::analysis::effects::local`]).
     pub local: LocalFacts,
+}
+
+impl FunctionFact {
+    /// Its calls that start at byte `start` (`f(x)(y)`: the outer and the
+    /// inner call both start at `f`), found by halving: [`Self::calls`] is
+    /// in the order of their start.
+    pub fn calls_starting(&self, start: usize) -> &[CallFact] {
+        let from = self.calls.partition_point(|c| c.start < start);
+        let to = from + self.calls[from..].partition_point(|c| c.start == start);
+        &self.calls[from..to]
+    }
 }
 
 pub(crate) fn function_fact(
@@ -228,4 +240,31 @@ fn decorated_with(def: Node<'_>, text: &str, name: &str) -> bool {
     crate::analysis::fences::decorators(def)
         .into_iter()
         .any(|d| text_of(d, text).trim_start_matches('@').trim() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    #[test]
+    fn the_calls_starting_at_a_byte_are_every_call_there_and_no_other() {
+        let text = "def f(m):\n    g(m)\n    h(m).to(m)\n    k = h(m)\n    h(m)\n";
+        let facts = crate::analysis::module_facts::tests::facts_of(text);
+        let function = facts.functions.iter().find(|f| f.name == "f").unwrap();
+        let starts: Vec<usize> = function.calls.iter().map(|c| c.start).collect();
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        assert_eq!(starts, sorted, "calls are in the order of their start");
+        let at = |needle: &str| text.find(needle).unwrap();
+        // `h(m).to(m)`: the outer call and the inner one start at `h`.
+        assert_eq!(function.calls_starting(at("h(m).to")).len(), 2);
+        assert_eq!(function.calls_starting(at("g(m)")).len(), 1);
+        assert_eq!(
+            function.calls_starting(text.rfind("h(m)").unwrap()).len(),
+            1
+        );
+        // A byte where no call starts, and one past every call.
+        assert!(function.calls_starting(at("k =")).is_empty());
+        assert!(function.calls_starting(text.len()).is_empty());
+    }
 }

@@ -185,9 +185,9 @@ impl ProjectIndex<'_> {
                 // What the callee returns: `self.coordinator` of its class.
                 let mut found = Vec::new();
                 for call in fact
-                    .calls
+                    .calls_starting(*start)
                     .iter()
-                    .filter(|c| c.start == *start && c.through.is_none())
+                    .filter(|c| c.through.is_none())
                 {
                     for (callee_module, callee) in self.targets(module, function, call).iter() {
                         for returned in callee_module.functions[*callee].local.returns.iter() {
