@@ -108,6 +108,29 @@ impl DefinerIndex {
     }
 }
 
+/// The Python files (`*.py`) below the import root `root`, as `ignore`
+/// walks it (ignore files honoured), each spelled as the modules an import
+/// reaches are: `root` joined with the path below it (an empty root, the
+/// working directory, gives paths relative to it).
+pub(crate) fn python_files_below(root: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    let top = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
+    ignore::WalkBuilder::new(top)
+        .build()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry.file_type().is_some_and(|t| t.is_file())
+                && entry.path().extension().is_some_and(|e| e == "py")
+        })
+        .map(move |entry| {
+            let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
+            root.join(below)
+        })
+}
+
 /// The files whose text calls a name.
 pub(crate) type Callers = Arc<[PathBuf]>;
 
@@ -184,6 +207,30 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Barrier, Mutex};
+
+    #[test]
+    fn the_python_files_below_a_root_are_its_py_files_spelled_from_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        std::fs::create_dir_all(root.join("looks_like.py")).unwrap();
+        for file in [
+            "a.py",
+            "pkg/__init__.py",
+            "pkg/sub/b.py",
+            "notes.txt",
+            "pkg/c.pyi",
+        ] {
+            std::fs::write(root.join(file), "x = 1\n").unwrap();
+        }
+        let mut found: Vec<_> = super::python_files_below(root).collect();
+        found.sort();
+        let expected: Vec<_> = ["a.py", "pkg/__init__.py", "pkg/sub/b.py"]
+            .iter()
+            .map(|file| root.join(file))
+            .collect();
+        assert_eq!(found, expected);
+    }
 
     use super::{ModuleCache, Once, once};
     use crate::analysis::project::ProjectIndex;

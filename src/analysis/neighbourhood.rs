@@ -227,22 +227,7 @@ impl ProjectIndex<'_> {
     /// [`ProjectIndex::definers_below`], read from the files.
     fn read_definers(&self, root: &Path) -> crate::analysis::module_cache::Definers {
         let mut found = crate::analysis::module_cache::DefinerIndex::default();
-        let top = if root.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            root
-        };
-        let walk = ignore::WalkBuilder::new(top).build();
-        for entry in walk.filter_map(Result::ok) {
-            if !entry.file_type().is_some_and(|t| t.is_file())
-                || entry.path().extension().is_none_or(|e| e != "py")
-            {
-                continue;
-            }
-            // Spelled as the modules an import reaches are: the root joined
-            // with the path below it.
-            let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
-            let path = root.join(below);
+        for path in crate::analysis::module_cache::python_files_below(root) {
             // Both keywords' names from the one read, kept for
             // [`ProjectIndex::may_define`] too.
             let [defs, _] = self.defined_in(&path);

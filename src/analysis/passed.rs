@@ -330,30 +330,16 @@ impl ProjectIndex<'_> {
 
 /// [`ProjectIndex::files_calling`], read from the files.
 fn read_files_calling(root: &Path, name: &str) -> Arc<[PathBuf]> {
-    let top = if root.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        root
-    };
-    let mut found = Vec::new();
-    for entry in ignore::WalkBuilder::new(top).build().filter_map(Result::ok) {
-        if !entry.file_type().is_some_and(|t| t.is_file())
-            || entry.path().extension().is_none_or(|e| e != "py")
-        {
-            continue;
-        }
-        let Ok(text) = crate::source::read_file_limited(
-            entry.path(),
-            crate::source::MAX_SOURCE_BYTES,
-            "a Python source",
-        ) else {
-            continue;
-        };
-        if calls_name(&text, name.as_bytes()) {
-            let below = entry.path().strip_prefix(top).unwrap_or(entry.path());
-            found.push(root.join(below));
-        }
-    }
+    let mut found: Vec<PathBuf> = crate::analysis::module_cache::python_files_below(root)
+        .filter(|path| {
+            crate::source::read_file_limited(
+                path,
+                crate::source::MAX_SOURCE_BYTES,
+                "a Python source",
+            )
+            .is_ok_and(|text| calls_name(&text, name.as_bytes()))
+        })
+        .collect();
     found.sort();
     found.into()
 }
