@@ -473,8 +473,6 @@ struct Relay {
     captured: bool,
 }
 
-/// `Fn.backward` handed to `Fn.apply` by a plain name `Fn` at `inner`:
-/// what it is handed to, and `Fn`.
 /// Whether `target` is a function [`ProjectIndex::applied_by_hook`] can
 /// act on as a hook's callee: a Function's `backward`, or a helper that
 /// applies a Function ([`applies_backward`]).
@@ -491,6 +489,8 @@ fn applies_a_function(function: &FunctionFact) -> bool {
         .any(|inner| applies_backward(inner).is_some())
 }
 
+/// `Fn.backward` handed to `Fn.apply` by a plain name `Fn` at `inner`:
+/// what it is handed to, and `Fn`.
 fn applies_backward(inner: &CallFact) -> Option<(&str, &str)> {
     let (
         Some(Through::HandedTo(to)),
