@@ -208,6 +208,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Barrier, Mutex};
 
+    use super::{ModuleCache, Once, once};
+    use crate::analysis::project::ProjectIndex;
+    use crate::analysis::vocabulary::Vocabulary;
+
     #[test]
     fn the_python_files_below_a_root_are_its_py_files_spelled_from_the_root() {
         let dir = tempfile::tempdir().unwrap();
@@ -231,10 +235,6 @@ mod tests {
             .collect();
         assert_eq!(found, expected);
     }
-
-    use super::{ModuleCache, Once, once};
-    use crate::analysis::project::ProjectIndex;
-    use crate::analysis::vocabulary::Vocabulary;
 
     /// Threads asking at once for one module that is not indexed read its
     /// file once: the others wait for that reading. Counted by the error a

@@ -13,7 +13,6 @@
 //! on `self.<attr>` of a class that only ever stores its own data there (an
 //! observer's running statistics) is dropped where the class is known.
 
-use crate::analysis::{FastMap, FastSet};
 use std::sync::Arc;
 
 use crate::analysis::effects::judge::Role;
@@ -25,6 +24,7 @@ use crate::analysis::effects::value::Shape;
 use crate::analysis::function_facts::Callee;
 use crate::analysis::project::{CallTargets, FunctionRef, ProjectIndex, Targets};
 use crate::analysis::reached::Step;
+use crate::analysis::{FastMap, FastSet};
 
 /// Most rounds of the fixpoint inside one component.
 const MOST_ROUNDS: usize = 64;
